@@ -1,0 +1,255 @@
+"""`ziggurat`: compile, run, benchmark and demo ONNX models from the command line.
+
+Every user error ends in one `ziggurat: error: ...` line and exit code 1, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+EMIT_LEVELS = ("graph", "tensor", "loops", "llvm-dialect", "llvm-ir", "asm")
+
+
+class UsageError(Exception):
+    """Bad command-line arguments (shape strings, files)."""
+
+
+def parse_input_shapes(specs: Sequence[str] | None) -> dict[str, list[int]]:
+    """`NAME=1x3x224x224` strings -> {name: dims}."""
+    shapes: dict[str, list[int]] = {}
+    for spec in specs or []:
+        name, sep, dims = spec.partition("=")
+        try:
+            if not sep or not name:
+                raise ValueError
+            shapes[name] = [int(d) for d in dims.lower().split("x")]
+            if any(d <= 0 for d in shapes[name]):
+                raise ValueError
+        except ValueError:
+            raise UsageError(f"bad --input-shape '{spec}': expected NAME=D1xD2x... with positive dims") from None
+    return shapes
+
+
+def _write(text: str, output: str | None) -> None:
+    if output:
+        Path(output).write_text(text)
+    else:
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+
+
+def cmd_compile(args: argparse.Namespace) -> int:
+    from compiler.model import import_model, lower
+
+    t0 = time.perf_counter()
+    module = import_model(args.model, parse_input_shapes(args.input_shape))
+    if args.emit in ("graph", "tensor", "loops", "llvm-dialect"):
+        lower(module, args.emit)
+        _write(str(module), args.output)
+    else:
+        from compiler.backends.llvm_cpu import compile_to_asm, compile_to_llvm_ir
+
+        lower(module, "llvm-dialect")
+        _write(compile_to_llvm_ir(module) if args.emit == "llvm-ir" else compile_to_asm(module), args.output)
+    if args.verbose:
+        print(f"compiled in {time.perf_counter() - t0:.2f} s", file=sys.stderr)
+    return 0
+
+
+def _load_npz(path: str) -> dict:
+    import numpy as np
+
+    if not Path(path).is_file():
+        raise UsageError(f"inputs file not found: {path}")
+    try:
+        with np.load(path) as data:
+            return {k: data[k] for k in data.files}
+    except Exception as e:  # numpy raises several types for a bad archive
+        raise UsageError(f"{path} is not a valid .npz archive: {e}") from None
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from compiler.model import compile_model
+
+    feeds = _load_npz(args.inputs)
+    model = compile_model(args.model, parse_input_shapes(args.input_shape), target=args.target)
+    outputs = model.run(feeds)
+    np.savez(args.output, **outputs)
+    for name, value in outputs.items():
+        print(f"{name}: shape {list(value.shape)} -> {args.output}")
+    return 0
+
+
+def _ort_session(model_bytes: bytes, threads: int):
+    import onnxruntime as ort
+
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = threads
+    opts.inter_op_num_threads = 1
+    return ort.InferenceSession(model_bytes, opts, providers=["CPUExecutionProvider"])
+
+
+def _time(fn, min_seconds: float = 1.0, min_runs: int = 5) -> float:
+    """Best-of latency in seconds: warm up once, then repeat for at least min_seconds."""
+    fn()
+    best, runs, start = float("inf"), 0, time.perf_counter()
+    while runs < min_runs or time.perf_counter() - start < min_seconds:
+        t = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t)
+        runs += 1
+    return best
+
+
+def bench_model(model_path_or_proto, threads: int = 1, seconds: float = 1.0) -> dict:
+    """Compile, check and time a model against onnxruntime in the same run."""
+    import numpy as np
+    import onnx
+
+    from compiler import zoo
+    from compiler.model import compile_model
+
+    proto = model_path_or_proto if isinstance(model_path_or_proto, onnx.ModelProto) else onnx.load(str(model_path_or_proto))
+    t0 = time.perf_counter()
+    compiled = compile_model(proto)
+    compile_s = time.perf_counter() - t0
+    feeds = zoo.random_inputs(proto)
+    sess = _ort_session(proto.SerializeToString(), threads)
+    ref = dict(zip([o.name for o in sess.get_outputs()], sess.run(None, feeds)))
+    ours = compiled.run(feeds)
+    max_err = max(float(np.max(np.abs(ours[k] - ref[k]))) for k in ref)
+    zig = _time(compiled.runner(feeds), seconds)
+    ort_t = _time(lambda: sess.run(None, feeds), seconds)
+    return {
+        "model": proto.graph.name,
+        "threads": threads,
+        "compile_s": round(compile_s, 3),
+        "compile_breakdown_s": {k: round(v, 3) for k, v in compiled.timings.items()},
+        "ziggurat_ms": round(zig * 1e3, 3),
+        "onnxruntime_ms": round(ort_t * 1e3, 3),
+        "ratio": round(zig / ort_t, 3),
+        "max_abs_err": max_err,
+    }
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    if args.threads != 1:
+        raise UsageError("only --threads 1 is supported until the parallelizing schedule lands")
+    result = bench_model(_model_arg(args.model), args.threads, args.seconds)
+    if args.json:
+        print(json.dumps(result))
+    else:
+        print(f"model            {result['model']}")
+        print(f"compile          {result['compile_s']:.2f} s  {result['compile_breakdown_s']}")
+        print(f"ziggurat         {result['ziggurat_ms']:.3f} ms")
+        print(f"onnxruntime      {result['onnxruntime_ms']:.3f} ms   (threads={args.threads})")
+        print(f"ratio            {result['ratio']:.2f}x onnxruntime latency   max |err| {result['max_abs_err']:.2e}")
+    return 0
+
+
+def _model_arg(name: str):
+    """A path, or `zoo:NAME` for a built-in model."""
+    if name.startswith("zoo:"):
+        from compiler import zoo
+
+        key = name[4:]
+        if key not in zoo.MODELS:
+            raise UsageError(f"unknown built-in model '{key}' (available: {', '.join(zoo.MODELS)})")
+        return zoo.MODELS[key]()
+    return name
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from compiler import zoo
+    from compiler.model import compile_model
+
+    proto = zoo.small_cnn(seed=args.seed)
+    feeds = zoo.random_inputs(proto, seed=args.seed)
+    t0 = time.perf_counter()
+    compiled = compile_model(proto)
+    compile_s = time.perf_counter() - t0
+    ours = compiled.run(feeds)
+    sess = _ort_session(proto.SerializeToString(), 1)
+    ref = dict(zip([o.name for o in sess.get_outputs()], sess.run(None, feeds)))
+    zig = _time(compiled.runner(feeds), 0.3)
+    ort_t = _time(lambda: sess.run(None, feeds), 0.3)
+    ok = all(np.allclose(ours[k], ref[k], rtol=1e-4, atol=1e-5) for k in ref)
+    err = max(float(np.max(np.abs(ours[k] - ref[k]))) for k in ref)
+    print("ziggurat demo: built-in small CNN (conv/batch-norm/relu, residual add, pooling, gemm)")
+    print(f"  {'stage':<24}{'value':>16}")
+    for stage, secs in compiled.timings.items():
+        print(f"  {'compile: ' + stage:<24}{secs * 1e3:>13.1f} ms")
+    print(f"  {'compile: total':<24}{compile_s * 1e3:>13.1f} ms")
+    print(f"  {'latency ziggurat':<24}{zig * 1e3:>13.3f} ms")
+    print(f"  {'latency onnxruntime':<24}{ort_t * 1e3:>13.3f} ms")
+    print(f"  {'max |ours - ort|':<24}{err:>16.2e}")
+    print(f"  {'matches onnxruntime':<24}{'yes' if ok else 'NO':>16}")
+    return 0 if ok else 1
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="ziggurat", description="ziggurat: compile ONNX models to machine code")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    c = sub.add_parser("compile", help="print the program at one level")
+    c.add_argument("model")
+    c.add_argument("--emit", choices=EMIT_LEVELS, default="llvm-ir")
+    c.add_argument("-o", "--output")
+    c.add_argument("--input-shape", action="append", metavar="NAME=1x3x224x224")
+    c.add_argument("-v", "--verbose", action="store_true")
+    c.set_defaults(fn=cmd_compile)
+
+    r = sub.add_parser("run", help="run a model on inputs from an .npz file")
+    r.add_argument("model")
+    r.add_argument("--inputs", required=True)
+    r.add_argument("--output", required=True)
+    r.add_argument("--target", default="cpu", choices=["cpu"])
+    r.add_argument("--input-shape", action="append", metavar="NAME=1x3x224x224")
+    r.set_defaults(fn=cmd_run)
+
+    b = sub.add_parser("bench", help="time ziggurat and onnxruntime in the same run")
+    b.add_argument("model", help="an .onnx file or zoo:NAME (" + ", ".join(["mlp", "small-cnn", "transformer-block", "resnet18"]) + ")")
+    b.add_argument("--threads", type=int, default=1)
+    b.add_argument("--seconds", type=float, default=1.0, help="minimum timing time per engine")
+    b.add_argument("--json", action="store_true")
+    b.set_defaults(fn=cmd_bench)
+
+    d = sub.add_parser("demo", help="compile and run a built-in model, compare with onnxruntime")
+    d.add_argument("--seed", type=int, default=0)
+    d.set_defaults(fn=cmd_demo)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    from compiler.errors import ZigguratError
+
+    try:
+        from compiler.frontend.errors import FrontendError
+    except ImportError:  # pragma: no cover
+        FrontendError = ZigguratError  # type: ignore[misc,assignment]
+    try:
+        return args.fn(args)
+    except (ZigguratError, FrontendError, UsageError) as e:
+        print(f"ziggurat: error: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    except Exception as e:  # an internal error: one line, the traceback only on request
+        if os.environ.get("ZIGGURAT_TRACEBACK"):
+            raise
+        print(f"ziggurat: internal error: {type(e).__name__}: {e} (set ZIGGURAT_TRACEBACK=1 for details)", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

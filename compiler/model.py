@@ -1,0 +1,211 @@
+"""The Python API: compile an ONNX model through the levels and run it on numpy arrays.
+
+    model = compile_model("resnet.onnx")          # or an onnx.ModelProto
+    outputs = model.run({"input": x})             # dict name -> np.ndarray
+
+`lower(module, level)` runs the same pass lists one level at a time; `ziggurat compile --emit`
+and the tests use it, so every level printed is exactly what the compiler runs.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from xdsl.context import Context
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp, StringAttr
+from xdsl.passes import ModulePass
+from xdsl.utils.arg_spec import parse_pipeline
+from xdsl.utils.exceptions import DiagnosticException, VerifyException
+
+from compiler import registry
+from compiler.errors import CompileError, InputError
+
+LEVELS = ("graph", "tensor", "loops", "llvm-dialect")
+"""IR levels in lowering order; `llvm-ir` and `asm` come from the backend after the last one."""
+
+LEVEL_PASSES: dict[str, list[str]] = {
+    "tensor": ["convert-graph-to-linalg"],
+    "loops": ["bufferize", "outline-kernels", "default-schedule", "convert-linalg-to-loops"],
+    "llvm-dialect": [
+        "convert-scf-to-cf",
+        "convert-vector-to-llvm",
+        "convert-memref-to-llvm",
+        "convert-math-to-llvm",
+        "convert-arith-to-llvm",
+        "convert-index-to-llvm",
+        "convert-cf-to-llvm",
+        "convert-func-to-llvm",
+        "reconcile-unrealized-casts",
+    ],
+}
+
+
+def make_context() -> Context:
+    """A context with every xDSL dialect and ours, loaded lazily."""
+    from xdsl.dialects import get_all_dialects
+
+    ctx = Context(allow_unregistered=False)
+    for name, factory in get_all_dialects().items():
+        ctx.register_dialect(name, factory)
+    for name, factory in registry.dialect_factories().items():
+        if name not in ctx.registered_dialect_names:
+            ctx.register_dialect(name, factory)
+    return ctx
+
+
+def make_pass(spec: str) -> ModulePass:
+    """One pass from a spec such as `tile{sizes=4,4}`; ours first, then xDSL's."""
+    from xdsl.transforms import get_all_passes
+
+    (arg,) = parse_pipeline(spec)
+    if arg.name in registry.PASSES:
+        cls = registry.get_pass(arg.name)
+    else:
+        xdsl_passes = get_all_passes()
+        if arg.name not in xdsl_passes:
+            raise CompileError(f"unknown pass '{arg.name}'")
+        cls = xdsl_passes[arg.name]()
+    return cls.from_pass_spec(arg)
+
+
+def run_passes(ctx: Context, module: ModuleOp, specs: list[str]) -> None:
+    for spec in specs:
+        p = make_pass(spec)
+        try:
+            p.apply(ctx, module)
+            module.verify()
+        except (DiagnosticException, VerifyException) as e:
+            raise CompileError(f"pass '{p.name}' failed: {e}") from e
+
+
+def lower(module: ModuleOp, level: str, ctx: Context | None = None, timings: dict[str, float] | None = None) -> ModuleOp:
+    """Lower a graph-level module in place down to `level` (one of LEVELS)."""
+    ctx = ctx or make_context()
+    for lvl in LEVELS[1 : LEVELS.index(level) + 1]:
+        t0 = time.perf_counter()
+        run_passes(ctx, module, LEVEL_PASSES[lvl])
+        if timings is not None:
+            timings[lvl] = time.perf_counter() - t0
+    return module
+
+
+def import_model(model: str | Path | Any, input_shapes: Mapping[str, list[int]] | None = None) -> ModuleOp:
+    from compiler.frontend.onnx import import_onnx
+
+    return import_onnx(model, dict(input_shapes) if input_shapes else None)
+
+
+@dataclass
+class TensorSpec:
+    name: str
+    shape: tuple[int, ...]
+    dtype: np.dtype
+
+
+def _signature(module: ModuleOp) -> tuple[list[TensorSpec], list[TensorSpec]]:
+    """Input and output specs of @main at the graph or tensor level (names from ziggurat.name)."""
+    main = next(op for op in module.ops if isinstance(op, func.FuncOp) and op.sym_name.data == "main")
+    ftype = main.function_type
+
+    def name_of(attrs, i: int, default: str) -> str:
+        if attrs is not None:
+            a = attrs.data[i].data.get("ziggurat.name")
+            if isinstance(a, StringAttr):
+                return a.data
+        return default
+
+    def spec(t, name: str) -> TensorSpec:
+        return TensorSpec(name, tuple(t.get_shape()), np.dtype(np.float32))
+
+    ins = [spec(t, name_of(main.arg_attrs, i, f"arg{i}")) for i, t in enumerate(ftype.inputs.data)]
+    outs = [spec(t, name_of(main.res_attrs, i, f"result{i}")) for i, t in enumerate(ftype.outputs.data)]
+    return ins, outs
+
+
+@dataclass
+class CompiledModel:
+    """A model compiled to machine code for the CPU; `run` maps input arrays to output arrays."""
+
+    inputs: list[TensorSpec]
+    outputs: list[TensorSpec]
+    program: Any
+    timings: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def input_names(self) -> list[str]:
+        return [s.name for s in self.inputs]
+
+    @property
+    def output_names(self) -> list[str]:
+        return [s.name for s in self.outputs]
+
+    def check_inputs(self, feeds: Mapping[str, np.ndarray]) -> list[np.ndarray]:
+        unknown = [k for k in feeds if k not in self.input_names]
+        if unknown:
+            raise InputError(f"unknown input name(s) {unknown}; the model's inputs are {self.input_names}")
+        arrays = []
+        for spec in self.inputs:
+            if spec.name not in feeds:
+                raise InputError(f"missing input '{spec.name}' (shape {list(spec.shape)}, float32)")
+            a = np.asarray(feeds[spec.name])
+            if a.dtype != np.float32:
+                raise InputError(f"input '{spec.name}' has dtype {a.dtype}; the model expects float32")
+            if tuple(a.shape) != spec.shape:
+                raise InputError(
+                    f"input '{spec.name}' has shape {list(a.shape)}; the model expects {list(spec.shape)}"
+                )
+            arrays.append(a)
+        return arrays
+
+    def run(self, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        from compiler.runtime import aligned_copy, aligned_empty
+
+        args = [aligned_copy(a) for a in self.check_inputs(feeds)]
+        outs = [aligned_empty(s.shape, s.dtype) for s in self.outputs]
+        self.program.function("main")(*args, *outs)
+        return {s.name: o for s, o in zip(self.outputs, outs)}
+
+    def runner(self, feeds: Mapping[str, np.ndarray]):
+        """A zero-argument callable that runs the model on fixed buffers (for timing)."""
+        from compiler.runtime import aligned_copy, aligned_empty
+
+        args = [aligned_copy(a) for a in self.check_inputs(feeds)]
+        outs = [aligned_empty(s.shape, s.dtype) for s in self.outputs]
+        fn = self.program.function("main")
+        return lambda: fn(*args, *outs)
+
+
+def compile_module(module: ModuleOp, ctx: Context | None = None) -> CompiledModel:
+    """Compile a graph-level module to a runnable CompiledModel."""
+    from compiler.backends.llvm_cpu import compile_module as compile_llvm
+
+    timings: dict[str, float] = {}
+    ins, outs = _signature(module)
+    lower(module, "llvm-dialect", ctx, timings)
+    t0 = time.perf_counter()
+    program = compile_llvm(module)
+    timings["machine-code"] = time.perf_counter() - t0
+    return CompiledModel(ins, outs, program, timings)
+
+
+def compile_model(
+    model: str | Path | Any, input_shapes: Mapping[str, list[int]] | None = None, target: str = "cpu"
+) -> CompiledModel:
+    """Import an ONNX model (path or ModelProto) and compile it for `target`."""
+    if target != "cpu":
+        raise CompileError(f"unknown target '{target}' (available: cpu)")
+    t0 = time.perf_counter()
+    module = import_model(model, input_shapes)
+    t_import = time.perf_counter() - t0
+    compiled = compile_module(module)
+    compiled.timings = {"graph": t_import, **compiled.timings}
+    return compiled
+
+
+__all__ = ["CompiledModel", "compile_model", "compile_module", "lower", "make_context"]

@@ -1,0 +1,179 @@
+"""Built-in models, made with onnx.helper and random weights (nothing is downloaded).
+
+Used by `ziggurat demo`, the whole-model tests and the benchmarks. Each builder is deterministic
+for a seed so failures reproduce.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+OPSET = 17
+
+
+class _Graph:
+    """A tiny helper that names nodes and keeps initializers next to them."""
+
+    def __init__(self, seed: int):
+        self.rng = np.random.default_rng(seed)
+        self.nodes: list[onnx.NodeProto] = []
+        self.inits: list[onnx.TensorProto] = []
+        self.count = 0
+
+    def name(self, prefix: str) -> str:
+        self.count += 1
+        return f"{prefix}_{self.count}"
+
+    def const(self, array: np.ndarray, prefix: str = "w") -> str:
+        n = self.name(prefix)
+        self.inits.append(numpy_helper.from_array(np.asarray(array), n))
+        return n
+
+    def weight(self, *shape: int, scale: float | None = None) -> str:
+        fan_in = int(np.prod(shape[1:])) if len(shape) > 1 else shape[0]
+        s = scale if scale is not None else (2.0 / max(fan_in, 1)) ** 0.5
+        return self.const((self.rng.standard_normal(shape) * s).astype(np.float32))
+
+    def op(self, op_type: str, inputs: list[str], n_out: int = 1, **attrs) -> str | list[str]:
+        name = self.name(op_type.lower())
+        outs = [f"{name}_out{i}" if n_out > 1 else name for i in range(n_out)]
+        self.nodes.append(helper.make_node(op_type, inputs, outs, name=name, **attrs))
+        return outs if n_out > 1 else outs[0]
+
+    def conv(self, x: str, cin: int, cout: int, k: int, stride: int = 1, bias: bool = True, group: int = 1) -> str:
+        ins = [x, self.weight(cout, cin // group, k, k)]
+        if bias:
+            ins.append(self.const((self.rng.standard_normal(cout) * 0.1).astype(np.float32), "b"))
+        return self.op("Conv", ins, kernel_shape=[k, k], strides=[stride, stride], pads=[k // 2] * 4, group=group)  # type: ignore[return-value]
+
+    def batchnorm(self, x: str, c: int) -> str:
+        r = self.rng
+        scale = self.const((1.0 + 0.1 * r.standard_normal(c)).astype(np.float32), "bn_scale")
+        bias = self.const((0.1 * r.standard_normal(c)).astype(np.float32), "bn_bias")
+        mean = self.const((0.1 * r.standard_normal(c)).astype(np.float32), "bn_mean")
+        var = self.const((1.0 + 0.1 * r.random(c)).astype(np.float32), "bn_var")
+        return self.op("BatchNormalization", [x, scale, bias, mean, var], epsilon=1e-5)  # type: ignore[return-value]
+
+    def model(
+        self, name: str, inputs: list[tuple[str, list[int]]], outputs: list[tuple[str, str]], opset: int = OPSET
+    ) -> onnx.ModelProto:
+        for src, dst in outputs:  # rename the last tensors to the public output names
+            for node in self.nodes:
+                node.output[:] = [dst if o == src else o for o in node.output]
+                node.input[:] = [dst if i == src else i for i in node.input]
+        graph = helper.make_graph(
+            self.nodes,
+            name,
+            [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in inputs],
+            [helper.make_tensor_value_info(dst, TensorProto.FLOAT, None) for _, dst in outputs],
+            self.inits,
+        )
+        m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], producer_name="ziggurat.zoo")
+        m.ir_version = 9
+        m = onnx.shape_inference.infer_shapes(m, strict_mode=True)
+        onnx.checker.check_model(m)
+        return m
+
+
+def mlp(seed: int = 0, batch: int = 4, sizes: tuple[int, ...] = (64, 128, 128, 10)) -> onnx.ModelProto:
+    g = _Graph(seed)
+    x = "input"
+    for i, (a, b) in enumerate(zip(sizes[:-1], sizes[1:])):
+        x = g.op("Gemm", [x, g.weight(b, a), g.const(np.zeros(b, np.float32) + 0.01, "b")], transB=1)  # type: ignore[assignment]
+        if i < len(sizes) - 2:
+            x = g.op("Relu", [x])  # type: ignore[assignment]
+    x = g.op("Softmax", [x], axis=-1)  # type: ignore[assignment]
+    return g.model("mlp", [("input", [batch, sizes[0]])], [(x, "output")])
+
+
+def small_cnn(seed: int = 0) -> onnx.ModelProto:
+    """The demo model: conv-bn-relu, a residual block, pooling and a classifier."""
+    g = _Graph(seed)
+    x = g.op("Relu", [g.batchnorm(g.conv("input", 3, 16, 3), 16)])
+    y = g.op("Relu", [g.batchnorm(g.conv(x, 16, 16, 3, bias=False), 16)])  # type: ignore[arg-type]
+    y = g.batchnorm(g.conv(y, 16, 16, 3, bias=False), 16)  # type: ignore[arg-type]
+    x = g.op("Relu", [g.op("Add", [x, y])])  # type: ignore[list-item]
+    x = g.op("MaxPool", [x], kernel_shape=[2, 2], strides=[2, 2])  # type: ignore[list-item]
+    x = g.op("GlobalAveragePool", [x])  # type: ignore[list-item]
+    x = g.op("Flatten", [x], axis=1)  # type: ignore[list-item]
+    x = g.op("Gemm", [x, g.weight(10, 16), g.const(np.zeros(10, np.float32), "b")], transB=1)  # type: ignore[list-item]
+    return g.model("small_cnn", [("input", [1, 3, 32, 32])], [(x, "output")])  # type: ignore[list-item]
+
+
+def transformer_block(seed: int = 0, seq: int = 16, dim: int = 64, heads: int = 4) -> onnx.ModelProto:
+    """One pre-norm encoder block: layer norm, multi-head self-attention, GELU MLP, residuals."""
+    g = _Graph(seed)
+    hd = dim // heads
+
+    def ln(x: str) -> str:
+        return g.op(  # type: ignore[return-value]
+            "LayerNormalization",
+            [x, g.const(np.ones(dim, np.float32) + 0.05 * g.rng.standard_normal(dim).astype(np.float32)), g.const(np.zeros(dim, np.float32))],
+            axis=-1, epsilon=1e-5,
+        )
+
+    def heads_of(x: str) -> str:
+        r = g.op("Reshape", [x, g.const(np.array([seq, heads, hd], np.int64), "shape")])
+        return g.op("Transpose", [r], perm=[1, 0, 2])  # type: ignore[return-value,list-item]
+
+    h = ln("input")
+    q = heads_of(g.op("MatMul", [h, g.weight(dim, dim)]))  # type: ignore[arg-type]
+    k = heads_of(g.op("MatMul", [h, g.weight(dim, dim)]))  # type: ignore[arg-type]
+    v = heads_of(g.op("MatMul", [h, g.weight(dim, dim)]))  # type: ignore[arg-type]
+    kt = g.op("Transpose", [k], perm=[0, 2, 1])
+    s = g.op("Mul", [g.op("MatMul", [q, kt]), g.const(np.array(1.0 / np.sqrt(hd), np.float32), "scale")])  # type: ignore[list-item]
+    p = g.op("Softmax", [s], axis=-1)  # type: ignore[list-item]
+    o = g.op("Transpose", [g.op("MatMul", [p, v])], perm=[1, 0, 2])  # type: ignore[list-item]
+    o = g.op("Reshape", [o, g.const(np.array([seq, dim], np.int64), "shape")])  # type: ignore[list-item]
+    x = g.op("Add", ["input", g.op("MatMul", [o, g.weight(dim, dim)])])  # type: ignore[list-item]
+    h = ln(x)  # type: ignore[arg-type]
+    m = g.op("Add", [g.op("MatMul", [h, g.weight(dim, 4 * dim)]), g.const(np.zeros(4 * dim, np.float32), "b")])  # type: ignore[list-item]
+    m = g.op("Gelu", [m], domain="")  # type: ignore[list-item]
+    m = g.op("MatMul", [m, g.weight(4 * dim, dim)])  # type: ignore[list-item]
+    x = g.op("Add", [x, m])  # type: ignore[list-item]
+    return g.model("transformer_block", [("input", [seq, dim])], [(x, "output")], opset=20)  # type: ignore[list-item]
+
+
+def resnet18(seed: int = 0, batch: int = 1, size: int = 224, classes: int = 1000) -> onnx.ModelProto:
+    """ResNet-18's shape (He et al. 2016) with random weights and batch-norm statistics."""
+    g = _Graph(seed)
+    x = g.op("Relu", [g.batchnorm(g.conv("input", 3, 64, 7, 2, bias=False), 64)])
+    x = g.op("MaxPool", [x], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])  # type: ignore[list-item]
+    cin = 64
+    for stage, cout in enumerate([64, 128, 256, 512]):
+        for block in range(2):
+            stride = 2 if stage > 0 and block == 0 else 1
+            y = g.op("Relu", [g.batchnorm(g.conv(x, cin, cout, 3, stride, bias=False), cout)])  # type: ignore[arg-type]
+            y = g.batchnorm(g.conv(y, cout, cout, 3, bias=False), cout)  # type: ignore[arg-type]
+            if stride != 1 or cin != cout:
+                x = g.batchnorm(g.conv(x, cin, cout, 1, stride, bias=False), cout)  # type: ignore[arg-type]
+            x = g.op("Relu", [g.op("Add", [x, y])])  # type: ignore[list-item]
+            cin = cout
+    x = g.op("GlobalAveragePool", [x])  # type: ignore[list-item]
+    x = g.op("Flatten", [x], axis=1)  # type: ignore[list-item]
+    x = g.op("Gemm", [x, g.weight(classes, 512), g.const(np.zeros(classes, np.float32), "b")], transB=1)  # type: ignore[list-item]
+    return g.model("resnet18", [("input", [batch, 3, size, size])], [(x, "output")])  # type: ignore[list-item]
+
+
+MODELS: dict[str, Callable[..., onnx.ModelProto]] = {
+    "mlp": mlp,
+    "small-cnn": small_cnn,
+    "transformer-block": transformer_block,
+    "resnet18": resnet18,
+}
+
+
+def random_inputs(model: onnx.ModelProto, seed: int = 0) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    init = {i.name for i in model.graph.initializer}
+    feeds = {}
+    for vi in model.graph.input:
+        if vi.name in init:
+            continue
+        shape = [d.dim_value for d in vi.type.tensor_type.shape.dim]
+        feeds[vi.name] = rng.standard_normal(shape).astype(np.float32)
+    return feeds

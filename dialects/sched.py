@@ -1,0 +1,135 @@
+"""The `sched` dialect: loop schedules attached to linalg kernels.
+
+Schedule passes (`tile`, `interchange`, `vectorize`, `unroll-jam`, `default-schedule`, and later the
+tuner) only edit a `#sched.schedule` attribute on each `linalg.generic`; `convert-linalg-to-loops`
+materializes it as one loop nest. Keeping the schedule declarative (as Halide and TVM do) means a
+tuning decision is a small value that can be hashed, stored and replayed, and the lowering stays
+one function that is easy to test.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from xdsl.dialects.builtin import ArrayAttr, IntAttr
+from xdsl.ir import Dialect, ParametrizedAttribute
+from xdsl.irdl import irdl_attr_definition
+from xdsl.parser import AttrParser
+from xdsl.printer import Printer
+from xdsl.utils.exceptions import VerifyException
+
+SCHEDULE_ATTR_NAME = "sched.schedule"
+"""The discardable attribute under which a linalg op carries its schedule."""
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """Plain-Python view of a schedule, one entry per loop of the kernel.
+
+    tile:   cache-level tile size per loop (0 = not tiled)
+    order:  loop order of the tile loops, outermost first (a permutation)
+    unroll: register-tile size per parallel loop (unroll-and-jam; for the vector loop it counts
+            elements and is a multiple of `width`), unroll factor for reduction loops
+    vector: the loop whose iterations become vector lanes (-1 = scalar code)
+    width:  vector width in elements
+    """
+
+    tile: tuple[int, ...]
+    order: tuple[int, ...]
+    unroll: tuple[int, ...]
+    vector: int = -1
+    width: int = 1
+
+    @staticmethod
+    def identity(num_loops: int) -> Schedule:
+        return Schedule((0,) * num_loops, tuple(range(num_loops)), (1,) * num_loops)
+
+    def check(self, num_loops: int) -> None:
+        """Raise ValueError when the schedule does not fit a kernel with `num_loops` loops."""
+        n = num_loops
+        if not (len(self.tile) == len(self.order) == len(self.unroll) == n):
+            raise ValueError(f"schedule has {len(self.tile)} loops, the kernel has {n}")
+        if sorted(self.order) != list(range(n)):
+            raise ValueError(f"order {list(self.order)} is not a permutation of {n} loops")
+        if any(t < 0 for t in self.tile) or any(u < 1 for u in self.unroll):
+            raise ValueError("tile sizes must be >= 0 and unroll factors >= 1")
+        if self.vector >= n or self.vector < -1:
+            raise ValueError(f"vector loop {self.vector} out of range")
+        if self.vector >= 0 and (self.width < 1 or self.unroll[self.vector] % self.width):
+            raise ValueError("the vector loop's register tile must be a multiple of the width")
+
+
+@irdl_attr_definition
+class ScheduleAttr(ParametrizedAttribute):
+    """`#sched.schedule<tile = [..], order = [..], unroll = [..], vector = V, width = W>`."""
+
+    name = "sched.schedule"
+
+    tile: ArrayAttr[IntAttr]
+    order: ArrayAttr[IntAttr]
+    unroll: ArrayAttr[IntAttr]
+    vector: IntAttr
+    width: IntAttr
+
+    @staticmethod
+    def from_schedule(s: Schedule) -> ScheduleAttr:
+        def ints(xs: Sequence[int]) -> ArrayAttr[IntAttr]:
+            return ArrayAttr([IntAttr(x) for x in xs])
+
+        return ScheduleAttr(ints(s.tile), ints(s.order), ints(s.unroll), IntAttr(s.vector), IntAttr(s.width))
+
+    def schedule(self) -> Schedule:
+        return Schedule(
+            tuple(x.data for x in self.tile),
+            tuple(x.data for x in self.order),
+            tuple(x.data for x in self.unroll),
+            self.vector.data,
+            self.width.data,
+        )
+
+    def verify(self) -> None:
+        s = self.schedule()
+        try:
+            s.check(len(s.tile))
+        except ValueError as e:
+            raise VerifyException(f"invalid #sched.schedule: {e}") from e
+
+    def print_parameters(self, printer: Printer) -> None:
+        def ints(xs: ArrayAttr[IntAttr]) -> str:
+            return "[" + ", ".join(str(x.data) for x in xs) + "]"
+
+        printer.print_string(
+            f"<tile = {ints(self.tile)}, order = {ints(self.order)}, unroll = {ints(self.unroll)}, "
+            f"vector = {self.vector.data}, width = {self.width.data}>"
+        )
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> list[IntAttr | ArrayAttr[IntAttr]]:
+        def int_list() -> ArrayAttr[IntAttr]:
+            values = parser.parse_comma_separated_list(parser.Delimiter.SQUARE, parser.parse_integer)
+            return ArrayAttr([IntAttr(v) for v in values])
+
+        def field(key: str) -> None:
+            parser.parse_keyword(key)
+            parser.parse_punctuation("=")
+
+        with parser.in_angle_brackets():
+            field("tile")
+            tile = int_list()
+            parser.parse_punctuation(",")
+            field("order")
+            order = int_list()
+            parser.parse_punctuation(",")
+            field("unroll")
+            unroll = int_list()
+            parser.parse_punctuation(",")
+            field("vector")
+            vector = IntAttr(parser.parse_integer())
+            parser.parse_punctuation(",")
+            field("width")
+            width = IntAttr(parser.parse_integer())
+        return [tile, order, unroll, vector, width]
+
+
+Sched = Dialect("sched", [], [ScheduleAttr])

@@ -1,0 +1,25 @@
+"""`interchange{order=...}`: the loop order of a kernel, outermost first (a permutation)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass
+
+from passes.transforms.schedule_edit import edit_schedules, per_loop
+
+
+@dataclass(frozen=True)
+class InterchangePass(ModulePass):
+    name = "interchange"
+
+    order: tuple[int, ...] = ()
+    kernel: str = ""
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        edit_schedules(
+            op, self.kernel, self.name,
+            lambda s, info: replace(s, order=per_loop(self.order, info, "loop positions")),
+        )

@@ -1,0 +1,46 @@
+"""Shared plumbing of the schedule passes: find the targeted kernels and rewrite their schedule."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+from xdsl.dialects import func, linalg
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.utils.exceptions import DiagnosticException
+
+from dialects.sched import SCHEDULE_ATTR_NAME, Schedule, ScheduleAttr
+from passes.analysis.kernel_access import KernelInfo, analyze_kernel
+from passes.transforms.default_schedule import default_schedule
+
+
+def target_kernels(module: ModuleOp, kernel: str) -> Iterator[linalg.GenericOp]:
+    """linalg.generic ops inside `func.func @kernel` (every function when kernel is empty)."""
+    for f in module.walk():
+        if isinstance(f, func.FuncOp) and (not kernel or f.sym_name.data == kernel):
+            yield from (op for op in f.walk() if isinstance(op, linalg.GenericOp))
+
+
+def edit_schedules(
+    module: ModuleOp, kernel: str, pass_name: str, edit: Callable[[Schedule, KernelInfo], Schedule]
+) -> None:
+    """Apply `edit` to the schedule of every targeted kernel (the default one when it has none)."""
+    found = False
+    for op in target_kernels(module, kernel):
+        found = True
+        info = analyze_kernel(op)
+        attr = op.attributes.get(SCHEDULE_ATTR_NAME)
+        current = attr.schedule() if isinstance(attr, ScheduleAttr) else default_schedule(info)
+        try:
+            new = edit(current, info)
+            new.check(info.num_loops)
+        except ValueError as e:
+            raise DiagnosticException(f"{pass_name}: {e}") from e
+        op.attributes[SCHEDULE_ATTR_NAME] = ScheduleAttr.from_schedule(new)
+    if kernel and not found:
+        raise DiagnosticException(f"{pass_name}: no kernel named '{kernel}'")
+
+
+def per_loop(values: tuple[int, ...], info: KernelInfo, what: str) -> tuple[int, ...]:
+    if len(values) != info.num_loops:
+        raise ValueError(f"expected {info.num_loops} {what} (one per loop), got {len(values)}")
+    return values

@@ -1,0 +1,42 @@
+"""`vectorize{dim=D width=W}`: run loop D as vector lanes of width W (dim=-1: scalar code).
+
+The register tile of the vector loop is rounded up to a multiple of the width.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass
+
+from dialects.sched import Schedule
+from passes.analysis.kernel_access import KernelInfo
+from passes.transforms.default_schedule import host_vector_width, vectorizable_along
+from passes.transforms.schedule_edit import edit_schedules
+
+
+@dataclass(frozen=True)
+class VectorizePass(ModulePass):
+    name = "vectorize"
+
+    dim: int = -1
+    width: int = 0
+    """f32 lanes; 0 = the host CPU's widest."""
+    kernel: str = ""
+
+    def _edit(self, s: Schedule, info: KernelInfo) -> Schedule:
+        if self.dim < 0:
+            return replace(s, vector=-1, width=1)
+        if self.dim >= info.num_loops:
+            raise ValueError(f"loop {self.dim} does not exist (the kernel has {info.num_loops})")
+        if not vectorizable_along(info, self.dim):
+            raise ValueError(f"loop {self.dim} cannot be vectorized (a reduction, or an index/gather in the body)")
+        width = self.width or host_vector_width()
+        unroll = list(s.unroll)
+        unroll[self.dim] = max(width, -(-unroll[self.dim] // width) * width)
+        return replace(s, vector=self.dim, width=width, unroll=tuple(unroll))
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        edit_schedules(op, self.kernel, self.name, self._edit)
