@@ -74,14 +74,22 @@ def make_pass(spec: str) -> ModulePass:
     return cls.from_pass_spec(arg)
 
 
-def run_passes(ctx: Context, module: ModuleOp, specs: list[str]) -> None:
-    for spec in specs:
-        p = make_pass(spec)
-        try:
+def run_passes(ctx: Context, module: ModuleOp, specs: list[str], verify_each: bool = False) -> None:
+    """Apply passes in order. The module is verified once at the end (after every pass with
+    `verify_each`): verifying costs more than most passes on big loop nests, and ziggurat-opt
+    remains the tool for hunting a pass that breaks the IR."""
+    name = "?"
+    try:
+        for spec in specs:
+            p = make_pass(spec)
+            name = p.name
             p.apply(ctx, module)
-            module.verify()
-        except (DiagnosticException, VerifyException) as e:
-            raise CompileError(f"pass '{p.name}' failed: {e}") from e
+            if verify_each:
+                module.verify()
+        name = specs[-1] if specs else "?"
+        module.verify()
+    except (DiagnosticException, VerifyException) as e:
+        raise CompileError(f"pass '{name}' failed: {e}") from e
 
 
 def lower(module: ModuleOp, level: str, ctx: Context | None = None, timings: dict[str, float] | None = None) -> ModuleOp:

@@ -1,0 +1,546 @@
+"""bufferize: TENSOR level -> BUFFER level (destination-passing style on memrefs).
+
+xDSL has no one-shot bufferization, and our input is narrow (see the level contracts), so this
+is a direct, in-order rewrite of `@main`:
+
+* tensor arguments become memref arguments; results become trailing out-params;
+* dense constants become `memref.global` + `memref.get_global` (deduplicated);
+* every DPS op (linalg.fill / linalg.generic) writes into the buffer of its `outs` tensor, in
+  place when that tensor (and everything sharing its buffer) is dead afterwards, else into a
+  fresh buffer (filled by a copy first when the body reads the init value);
+* reshapes and slices become memref views; insert_slice becomes subview + copy;
+* a late copy-elision step makes producers write straight into insert_slice destinations and
+  out-params (copy-free concat/pad, last kernel writes the output);
+* all intermediate buffers are `memref.view`s into one 64-byte-aligned arena, placed by a
+  planner from `memory_plan.py` (greedy reuse by liveness by default).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import ClassVar, cast
+
+from xdsl.context import Context
+from xdsl.dialects import arith, func, memref, tensor
+from xdsl.dialects.builtin import (
+    AffineMapAttr,
+    ArrayAttr,
+    DenseIntOrFPElementsAttr,
+    DictionaryAttr,
+    FunctionType,
+    IndexType,
+    IntegerAttr,
+    MemRefType,
+    ModuleOp,
+    StringAttr,
+    SymbolRefAttr,
+    TensorType,
+    UnitAttr,
+    i8,
+    i64,
+)
+from xdsl.dialects.linalg.ops import FillOp, GenericOp, IteratorTypeAttr, YieldOp
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.ir.affine import AffineMap
+from xdsl.passes import ModulePass
+
+from passes.transforms.bufferize_types import (
+    collapse_type,
+    expand_type,
+    is_collapsible,
+    memref_bytes,
+    subview_type,
+    tensor_to_memref,
+)
+from passes.transforms.memory_plan import PLANNERS, BufferRequest, MemoryPlan, check_plan
+
+MEMORY_PLAN_ATTR = "ziggurat.memory_plan"
+_VIEW_OPS = (memref.SubviewOp, memref.ExpandShapeOp, memref.CollapseShapeOp)
+
+
+def build_copy(src: SSAValue, dst: SSAValue) -> GenericOp:
+    """A copy as a linalg.generic (identity maps, parallel), so it is scheduled like any kernel."""
+    src_t = cast(MemRefType[Attribute], src.type)
+    rank = src_t.get_num_dims()
+    identity = AffineMapAttr(AffineMap.identity(rank))
+    body = Block(arg_types=[src_t.element_type, src_t.element_type])
+    body.add_op(YieldOp(body.args[0]))
+    return GenericOp(
+        [src],
+        [dst],
+        Region(body),
+        [identity, identity],
+        [IteratorTypeAttr.parallel()] * rank,
+    )
+
+
+def is_copy(op: Operation) -> bool:
+    """Whether `op` is a copy generic as built by `build_copy`."""
+    if not isinstance(op, GenericOp) or len(op.inputs) != 1 or len(op.outputs) != 1:
+        return False
+    maps = [m.data for m in op.indexing_maps]
+    if any(m != AffineMap.identity(m.num_dims) for m in maps):
+        return False
+    if any(it.data.value != "parallel" for it in op.iterator_types):  # type: ignore[union-attr]
+        return False
+    ops = list(op.body.block.ops)
+    return (
+        len(ops) == 1
+        and isinstance(ops[0], YieldOp)
+        and ops[0].operands[0] is op.body.block.args[0]
+    )
+
+
+def _reassociation(op: tensor.ExpandShapeOp | tensor.CollapseShapeOp) -> list[list[int]]:
+    return [[cast(IntegerAttr, d).value.data for d in g.data] for g in op.reassociation.data]
+
+
+def _top_level(op: Operation, positions: dict[Operation, int]) -> Operation | None:
+    cur: Operation | None = op
+    while cur is not None and cur not in positions:
+        cur = cur.parent_op()
+    return cur
+
+
+@dataclass
+class _Bufferizer:
+    """State of one bufferization of one function."""
+
+    module: ModuleOp
+    old: func.FuncOp
+    planner: str
+    vmap: dict[SSAValue, SSAValue] = field(default_factory=dict)
+    base: dict[SSAValue, SSAValue] = field(default_factory=dict)
+    residents: dict[SSAValue, list[SSAValue]] = field(default_factory=dict)
+    plan_views: list[memref.ViewOp] = field(default_factory=list)
+    prologue: list[Operation] = field(default_factory=list)
+    body: list[Operation] = field(default_factory=list)
+    copies: list[GenericOp] = field(default_factory=list)
+    globals_: dict[tuple[Attribute, Attribute], memref.GetGlobalOp] = field(default_factory=dict)
+    last_use: dict[SSAValue, int] = field(default_factory=dict)
+    roles: dict[tuple[SSAValue, int], list[str]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.arena_placeholder = memref.AllocOp.get(i8, 64, [0])
+
+    # ---- tensor-level liveness -------------------------------------------------------------
+
+    def analyze(self, ops: Sequence[Operation]) -> None:
+        for i, op in enumerate(ops):
+            outs = set(op.outputs) if isinstance(op, GenericOp | FillOp) else set()
+            if isinstance(op, tensor.InsertSliceOp):
+                outs = {op.dest}
+            for j, operand in enumerate(op.operands):
+                role = "outs" if operand in outs and self._is_outs_index(op, j) else "read"
+                self._use(operand, i, role)
+            for region in op.regions:
+                for nested in region.walk():
+                    for operand in nested.operands:
+                        self._use(operand, i, "read")
+
+    @staticmethod
+    def _is_outs_index(op: Operation, j: int) -> bool:
+        if isinstance(op, tensor.InsertSliceOp):
+            return j == 1
+        assert isinstance(op, GenericOp | FillOp)
+        return j >= len(op.inputs)
+
+    def _use(self, value: SSAValue, i: int, role: str) -> None:
+        self.last_use[value] = max(self.last_use.get(value, -1), i)
+        self.roles.setdefault((value, i), []).append(role)
+
+    # ---- buffers ---------------------------------------------------------------------------
+
+    def bind(self, t: SSAValue, buf: SSAValue) -> None:
+        """Record that tensor `t` lives in memref `buf`."""
+        self.vmap[t] = buf
+        self.residents.setdefault(self.base[buf], []).append(t)
+
+    def new_buffer(self, t: MemRefType[Attribute]) -> SSAValue:
+        """A fresh intermediate buffer; its arena offset is filled in by the planner."""
+        offset = arith.ConstantOp(IntegerAttr(0, IndexType()))
+        view = memref.ViewOp(self.arena_placeholder, offset, [], t)
+        self.plan_views.append(view)
+        self.base[view.result] = view.result
+        return view.result
+
+    def emit(self, op: Operation) -> Operation:
+        self.body.append(op)
+        return op
+
+    def emit_view(self, op: Operation, src: SSAValue) -> SSAValue:
+        self.emit(op)
+        self.base[op.results[0]] = self.base[src]
+        return op.results[0]
+
+    def copy(self, src: SSAValue, dst: SSAValue) -> None:
+        self.copies.append(cast(GenericOp, self.emit(build_copy(src, dst))))
+
+    def writable_in_place(self, init: SSAValue, i: int) -> bool:
+        """Whether op `i` may overwrite the buffer of `init`: it is an intermediate and no
+        tensor sharing it is needed afterwards (nor read by op `i` itself)."""
+        root = self.base[self.vmap[init]]
+        if not any(v.result is root for v in self.plan_views):
+            return False
+        for t in self.residents.get(root, []):
+            if t is init:
+                if self.last_use.get(t, -1) > i or self.roles.get((t, i)) != ["outs"]:
+                    return False
+            elif self.last_use.get(t, -1) >= i:
+                return False
+        return True
+
+    def dest_buffer(self, init: SSAValue, i: int, needs_content: bool) -> SSAValue:
+        """The buffer op `i` writes its result for `init` into (destination passing)."""
+        if self.writable_in_place(init, i):
+            return self.vmap[init]
+        fresh = self.new_buffer(tensor_to_memref(cast(TensorType[Attribute], init.type)))
+        if needs_content:
+            self.copy(self.vmap[init], fresh)
+        return fresh
+
+    # ---- op conversions --------------------------------------------------------------------
+
+    def convert(self, op: Operation, i: int) -> None:
+        match op:
+            case arith.ConstantOp() if isinstance(op.result.type, TensorType):
+                self.bind(op.result, self.constant(op))
+            case tensor.EmptyOp():
+                if op.tensor.uses:
+                    ty = tensor_to_memref(cast(TensorType[Attribute], op.tensor.type))
+                    self.bind(op.tensor, self.new_buffer(ty))
+            case FillOp():
+                out = self.dest_buffer(op.outputs[0], i, needs_content=False)
+                new = FillOp([self.vmap.get(v, v) for v in op.inputs], [out], res=())
+                new.attributes.update(op.attributes)
+                self.emit(new)
+                self.bind(op.results[0], out)
+            case GenericOp():
+                self.generic(op, i)
+            case tensor.ExpandShapeOp():
+                src = self.vmap[op.src]
+                shape = list(op.static_output_shape.get_values())
+                reassoc = _reassociation(op)
+                res_t = expand_type(cast(MemRefType[Attribute], src.type), reassoc, shape)
+                new = memref.ExpandShapeOp.build(
+                    operands=[src, []],
+                    result_types=[res_t],
+                    properties={
+                        "reassociation": op.reassociation,
+                        "static_output_shape": op.static_output_shape,
+                    },
+                )
+                self.bind(op.result, self.emit_view(new, src))
+            case tensor.CollapseShapeOp():
+                src = self.vmap[op.src]
+                reassoc = _reassociation(op)
+                src_t = cast(MemRefType[Attribute], src.type)
+                if not is_collapsible(src_t, reassoc):
+                    fresh = self.new_buffer(
+                        tensor_to_memref(cast(TensorType[Attribute], op.src.type))
+                    )
+                    self.copy(src, fresh)
+                    src, src_t = fresh, cast(MemRefType[Attribute], fresh.type)
+                new = memref.CollapseShapeOp.build(
+                    operands=[src],
+                    result_types=[collapse_type(src_t, reassoc)],
+                    properties={"reassociation": op.reassociation},
+                )
+                self.bind(op.result, self.emit_view(new, src))
+            case tensor.ExtractSliceOp():
+                src = self.vmap[op.source]
+                res_shape = cast(TensorType[Attribute], op.result.type).get_shape()
+                self.bind(op.result, self.subview(src, op, res_shape))
+            case tensor.InsertSliceOp():
+                out = self.dest_buffer(op.dest, i, needs_content=True)
+                src_shape = cast(TensorType[Attribute], op.source.type).get_shape()
+                view = self.subview(out, op, src_shape)
+                self.copy(self.vmap[op.source], view)
+                self.bind(op.result, out)
+            case func.ReturnOp():
+                pass  # handled by `finish`
+            case _:
+                if any(isinstance(r.type, TensorType) for r in op.results) or any(
+                    isinstance(o.type, TensorType) for o in op.operands
+                ):
+                    raise ValueError(f"bufferize: unsupported tensor op {op.name}")
+                new = op.clone(value_mapper=self.vmap)
+                self.emit(new)
+                for old_r, new_r in zip(op.results, new.results, strict=True):
+                    self.vmap[old_r] = new_r
+
+    def subview(
+        self,
+        src: SSAValue,
+        op: tensor.ExtractSliceOp | tensor.InsertSliceOp,
+        target_shape: Sequence[int],
+    ) -> SSAValue:
+        if op.offsets or op.sizes or op.strides:
+            raise ValueError("bufferize: dynamic slice offsets/sizes/strides are unsupported")
+        offsets = list(op.static_offsets.get_values())
+        sizes = list(op.static_sizes.get_values())
+        steps = list(op.static_strides.get_values())
+        res_t = subview_type(
+            cast(MemRefType[Attribute], src.type), offsets, sizes, steps, target_shape
+        )
+        new = memref.SubviewOp.get(src, offsets, sizes, steps, res_t)
+        return self.emit_view(new, src)
+
+    def constant(self, op: arith.ConstantOp) -> SSAValue:
+        ty = tensor_to_memref(cast(TensorType[Attribute], op.result.type))
+        key = (ty, op.value)
+        if key not in self.globals_:
+            name = self.fresh_global_name()
+            glob = memref.GlobalOp.get(
+                StringAttr(name),
+                ty,
+                cast(DenseIntOrFPElementsAttr, op.value),
+                constant=UnitAttr(),
+                alignment=64,
+            )
+            self.module.body.block.insert_op_before(glob, self.old)
+            get = memref.GetGlobalOp(SymbolRefAttr(name), ty)
+            self.prologue.append(get)
+            self.base[get.memref] = get.memref
+            self.globals_[key] = get
+        return self.globals_[key].memref
+
+    def fresh_global_name(self) -> str:
+        taken = {
+            o.sym_name.data
+            for o in self.module.body.block.ops
+            if isinstance(o, memref.GlobalOp | func.FuncOp)
+        }
+        n = 0
+        while f"__constant_{n}" in taken:
+            n += 1
+        return f"__constant_{n}"
+
+    def generic(self, op: GenericOp, i: int) -> None:
+        outs: list[SSAValue] = []
+        block = op.body.block
+        n_in = len(op.inputs)
+        for k, init in enumerate(op.outputs):
+            reads_init = bool(block.args[n_in + k].uses)
+            outs.append(self.dest_buffer(init, i, needs_content=reads_init))
+        mapper = dict(self.vmap)
+        body = Region()
+        op.body.clone_into(body, value_mapper=mapper)
+        new = GenericOp(
+            [self.vmap.get(v, v) for v in op.inputs],
+            outs,
+            body,
+            op.indexing_maps,
+            op.iterator_types,
+            (),
+            op.doc,
+            op.library_call,
+        )
+        new.attributes.update(op.attributes)
+        for extract in [o for o in new.walk() if isinstance(o, tensor.ExtractOp)]:
+            load = memref.LoadOp.get(extract.tensor, list(extract.indices))
+            extract.result.replace_all_uses_with(load.res)
+            parent = extract.parent_block()
+            assert parent is not None
+            parent.insert_op_before(load, extract)
+            parent.erase_op(extract)
+        self.emit(new)
+        for res, out in zip(op.results, outs, strict=True):
+            self.bind(res, out)
+
+    # ---- copy elision ----------------------------------------------------------------------
+
+    def positions(self) -> dict[Operation, int]:
+        return {op: k for k, op in enumerate(self.body)}
+
+    def users_of_root(self, root: SSAValue, pos: dict[Operation, int]) -> list[int]:
+        """Positions of the body ops that touch memory through `root` or one of its views."""
+        found: list[int] = []
+        for value, b in list(self.base.items()):
+            if b is not root:
+                continue
+            for use in value.uses:
+                top = _top_level(use.operation, pos)
+                if top is not None and not isinstance(top, _VIEW_OPS):
+                    found.append(pos[top])
+        return found
+
+    def hoist(self, value: SSAValue, before: int) -> None:
+        """Move the view ops defining `value` so that `value` is defined before body[before]."""
+        owner = value.owner
+        if not isinstance(owner, Operation) or owner not in self.body:
+            return
+        at = self.body.index(owner)
+        if at < before:
+            return
+        self.hoist(owner.operands[0], before)
+        self.body.remove(owner)
+        self.body.insert(before, owner)
+
+    def elide_copies(self) -> None:
+        """Make the producer of a copied intermediate write into the copy's target instead."""
+        for c in list(self.copies):
+            src, dst = c.inputs[0], c.outputs[0]
+            view = next((v for v in self.plan_views if v.result is src), None)
+            if view is None or self.base[dst] is src:
+                continue
+            if (
+                cast(MemRefType[Attribute], src.type).get_shape()
+                != cast(MemRefType[Attribute], dst.type).get_shape()
+            ):
+                continue
+            if src.type != dst.type and any(isinstance(u.operation, _VIEW_OPS) for u in src.uses):
+                continue
+            pos = self.positions()
+            at = pos[c]
+            src_users = self.users_of_root(src, pos)
+            if max(src_users) != at or src_users.count(at) != 1:
+                continue
+            first = min(src_users)
+            dst_users = self.users_of_root(self.base[dst], pos)
+            if any(first <= p < at for p in dst_users):
+                continue
+            self.hoist(dst, first)
+            src.replace_all_uses_with(dst)
+            for value, b in list(self.base.items()):
+                if b is src:
+                    self.base[value] = self.base[dst]
+            self.body.remove(c)
+            c.erase()
+            self.copies.remove(c)
+            self.plan_views.remove(view)
+            del self.base[src]
+            view.erase()
+
+    # ---- planning and assembly -------------------------------------------------------------
+
+    def plan(self) -> tuple[list[memref.ViewOp], MemoryPlan]:
+        pos = self.positions()
+        used: list[memref.ViewOp] = []
+        requests: list[BufferRequest] = []
+        for view in list(self.plan_views):
+            where = self.users_of_root(view.result, pos)
+            if not where:
+                continue
+            used.append(view)
+            size = memref_bytes(cast(MemRefType[Attribute], view.result.type))
+            requests.append(BufferRequest(size, min(where), max(where)))
+        plan = PLANNERS[self.planner](requests)
+        check_plan(requests, plan)
+        return used, plan
+
+    def finish(self, ret: func.ReturnOp, out_args: Sequence[SSAValue], block: Block) -> MemoryPlan:
+        for value, out in zip(ret.operands, out_args, strict=True):
+            self.copy(self.vmap[value], out)
+        self.elide_copies()
+        views, plan = self.plan()
+        for op in self.prologue:
+            block.add_op(op)
+        arena: memref.AllocOp | None = None
+        if views:
+            arena = memref.AllocOp.get(i8, 64, [plan.arena_bytes])
+            block.add_op(arena)
+            self.arena_placeholder.memref.replace_all_uses_with(arena.memref)
+            offsets: dict[int, arith.ConstantOp] = {}
+            for view, off in zip(views, plan.offsets, strict=True):
+                if off not in offsets:
+                    offsets[off] = arith.ConstantOp(IntegerAttr(off, IndexType()))
+                    block.add_op(offsets[off])
+                old_offset = view.byte_shift.owner
+                view.operands[1] = offsets[off].result
+                assert isinstance(old_offset, Operation)
+                old_offset.erase()
+                block.add_op(view)
+        for view in self.plan_views:
+            if view not in views:
+                offset_op = view.byte_shift.owner
+                view.erase()
+                assert isinstance(offset_op, Operation)
+                offset_op.erase()
+        for op in self.body:
+            block.add_op(op)
+        if arena is not None:
+            block.add_op(memref.DeallocOp.get(arena))
+        block.add_op(func.ReturnOp())
+        self.arena_placeholder.erase()
+        return plan
+
+
+def bufferize_function(module: ModuleOp, fn: func.FuncOp, planner: str = "greedy") -> MemoryPlan:
+    """Rewrite `fn` (tensor level) into destination-passing style on memrefs, in place."""
+    ftype = fn.function_type
+    in_types = [tensor_to_memref(t) if isinstance(t, TensorType) else t for t in ftype.inputs.data]
+    out_types = [tensor_to_memref(cast(TensorType[Attribute], t)) for t in ftype.outputs.data]
+    block = Block(arg_types=[*in_types, *out_types])
+    state = _Bufferizer(module, fn, planner)
+    old_block = fn.body.block
+    for old_arg, new_arg in zip(old_block.args, block.args, strict=False):
+        new_arg.name_hint = old_arg.name_hint
+        state.base[new_arg] = new_arg
+        if isinstance(old_arg.type, TensorType):
+            state.bind(old_arg, new_arg)
+        else:
+            state.vmap[old_arg] = new_arg
+    out_args = list(block.args[len(in_types) :])
+    for a in out_args:
+        state.base[a] = a
+    ops = list(old_block.ops)
+    state.analyze(ops)
+    for i, op in enumerate(ops):
+        state.convert(op, i)
+    ret = ops[-1]
+    assert isinstance(ret, func.ReturnOp), "bufferize: @main must end with func.return"
+    plan = state.finish(ret, out_args, block)
+
+    arg_attrs = list(fn.arg_attrs.data) if fn.arg_attrs else [DictionaryAttr({})] * len(in_types)
+    res_attrs = list(fn.res_attrs.data) if fn.res_attrs else [DictionaryAttr({})] * len(out_types)
+    new_fn = func.FuncOp(
+        fn.sym_name.data,
+        FunctionType.from_lists([*in_types, *out_types], []),
+        Region(block),
+        fn.sym_visibility,
+        arg_attrs=ArrayAttr([*arg_attrs, *res_attrs]),
+    )
+    new_fn.attributes.update(fn.attributes)
+    module.body.block.insert_op_before(new_fn, fn)
+    module.body.block.detach_op(fn)
+    fn.erase(safe_erase=False)
+    return plan
+
+
+@dataclass(frozen=True)
+class BufferizePass(ModulePass):
+    """Bufferize `@main` and record the memory plan on the module (`ziggurat.memory_plan`)."""
+
+    name: ClassVar[str] = "bufferize"
+
+    planner: str = "greedy"
+    """`greedy` (reuse memory of dead buffers) or `bump` (one slot per buffer)."""
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        fn = next(
+            (
+                f
+                for f in op.body.block.ops
+                if isinstance(f, func.FuncOp) and f.sym_name.data == "main"
+            ),
+            None,
+        )
+        if fn is None or not fn.body.blocks:
+            return
+        if not any(isinstance(t, TensorType) for t in fn.function_type.inputs.data) and not any(
+            isinstance(t, TensorType) for t in fn.function_type.outputs.data
+        ):
+            if not any(isinstance(r.type, TensorType) for o in fn.body.walk() for r in o.results):
+                return  # already bufferized
+        plan = bufferize_function(op, fn, self.planner)
+        op.attributes[MEMORY_PLAN_ATTR] = DictionaryAttr(
+            {
+                "total_bytes": IntegerAttr(plan.total_bytes, i64),
+                "arena_bytes": IntegerAttr(plan.arena_bytes, i64),
+            }
+        )
+
+
+__all__ = ["BufferizePass", "MEMORY_PLAN_ATTR", "build_copy", "bufferize_function", "is_copy"]
