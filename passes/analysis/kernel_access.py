@@ -10,7 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from xdsl.dialects.builtin import MemRefType
-from xdsl.dialects.linalg import GenericOp, IteratorType
+from xdsl.dialects.linalg.attrs import IteratorType
+from xdsl.dialects.linalg.ops import GenericOp
 from xdsl.ir import SSAValue
 from xdsl.ir.affine import AffineMap
 
@@ -34,7 +35,8 @@ class OperandAccess:
 
     @property
     def is_scalar(self) -> bool:
-        return not self.coefs
+        """A plain SSA scalar (not a memref): its value is used as is."""
+        return not isinstance(self.value.type, MemRefType)
 
     def contiguous_along(self, d: int) -> bool:
         """True when loop d walks the innermost memref dimension with unit stride (vector.load)."""
@@ -48,7 +50,7 @@ class OperandAccess:
         )
 
     def invariant_to(self, d: int) -> bool:
-        return self.is_scalar or all(row[d] == 0 for row in self.coefs)
+        return all(row[d] == 0 for row in self.coefs)
 
 
 @dataclass

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from xdsl.builder import Builder
 from xdsl.context import Context
-from xdsl.dialects import arith, linalg, memref, scf, vector
+from xdsl.dialects import arith, memref, scf, vector
 from xdsl.dialects import math as xmath
 from xdsl.dialects.builtin import (
     AffineMapAttr,
@@ -36,6 +36,8 @@ from xdsl.dialects.builtin import (
     ModuleOp,
     VectorType,
 )
+from xdsl.dialects.linalg import ops as linalg
+from xdsl.dialects.linalg.attrs import IteratorTypeAttr
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.ir.affine import AffineMap
 from xdsl.passes import ModulePass
@@ -65,7 +67,7 @@ def fill_to_generic(fill: linalg.FillOp) -> linalg.GenericOp:
             AffineMapAttr(AffineMap(rank, 0, ())),
             AffineMapAttr(AffineMap.identity(rank)),
         ],
-        iterator_types=ArrayAttr([linalg.IteratorTypeAttr.parallel()] * rank),
+        iterator_types=ArrayAttr([IteratorTypeAttr.parallel()] * rank),
         result_types=[],
     )
 

@@ -14,8 +14,9 @@ import math
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects import arith, linalg
+from xdsl.dialects import arith
 from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.linalg import ops as linalg
 from xdsl.passes import ModulePass
 
 from dialects.sched import SCHEDULE_ATTR_NAME, Schedule, ScheduleAttr

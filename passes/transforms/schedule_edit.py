@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
-from xdsl.dialects import func, linalg
+from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.linalg import ops as linalg
 from xdsl.utils.exceptions import DiagnosticException
 
 from dialects.sched import SCHEDULE_ATTR_NAME, Schedule, ScheduleAttr

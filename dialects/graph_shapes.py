@@ -1,0 +1,311 @@
+"""Shape inference for the `graph` dialect.
+
+Pure functions on shape tuples, shared by the op builders (to infer result types), the op
+verifiers (to check them) and the ONNX frontend (to normalize attributes). They raise
+`ShapeError` with a readable message; verifiers turn it into a `VerifyException`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from math import prod
+
+Shape = tuple[int, ...]
+
+
+class ShapeError(ValueError):
+    """An operand shape or attribute that the op cannot accept."""
+
+
+def normalize_axis(axis: int, rank: int, what: str = "axis") -> int:
+    """Map a possibly negative axis into [0, rank)."""
+    if not -rank <= axis < rank:
+        raise ShapeError(f"{what} {axis} out of range for rank {rank}")
+    return axis + rank if axis < 0 else axis
+
+
+def normalize_axes(axes: Sequence[int], rank: int) -> tuple[int, ...]:
+    """Normalize and sort axes, rejecting duplicates."""
+    out = sorted(normalize_axis(a, rank) for a in axes)
+    if len(set(out)) != len(out):
+        raise ShapeError(f"duplicate axes {list(axes)}")
+    return tuple(out)
+
+
+def _expect_len(name: str, values: Sequence[int], n: int) -> None:
+    if len(values) != n:
+        raise ShapeError(f"{name} must have {n} values, got {len(values)}")
+
+
+def broadcast(a: Shape, b: Shape) -> Shape:
+    """numpy broadcasting of two shapes."""
+    rank = max(len(a), len(b))
+    pa = (1,) * (rank - len(a)) + tuple(a)
+    pb = (1,) * (rank - len(b)) + tuple(b)
+    out = []
+    for x, y in zip(pa, pb, strict=True):
+        if x != y and x != 1 and y != 1:
+            raise ShapeError(f"shapes {list(a)} and {list(b)} are not broadcastable")
+        out.append(y if x == 1 else x)
+    return tuple(out)
+
+
+def broadcasts_to(s: Shape, target: Shape) -> bool:
+    """Whether `s` broadcasts unidirectionally to `target`."""
+    if len(s) > len(target):
+        return False
+    return all(a in (1, b) for a, b in zip(s[::-1], target[::-1], strict=False))
+
+
+def matmul(a: Shape, b: Shape) -> Shape:
+    """numpy.matmul result shape (1-D operands, batch broadcasting)."""
+    if not a or not b:
+        raise ShapeError("matmul operands must have rank >= 1")
+    a2 = (1, a[0]) if len(a) == 1 else a
+    b2 = (b[0], 1) if len(b) == 1 else b
+    if a2[-1] != b2[-2]:
+        raise ShapeError(f"matmul contraction mismatch: {list(a)} x {list(b)}")
+    batch = broadcast(a2[:-2], b2[:-2])
+    out = list(batch + (a2[-2], b2[-1]))
+    if len(b) == 1:
+        out.pop(-1)
+    if len(a) == 1:
+        out.pop(-1 if len(b) == 1 else -2)
+    return tuple(out)
+
+
+def gemm(a: Shape, b: Shape, c: Shape | None, trans_a: int, trans_b: int) -> Shape:
+    """ONNX Gemm: 2-D operands, c unidirectionally broadcastable to (M, N)."""
+    if len(a) != 2 or len(b) != 2:
+        raise ShapeError("gemm operands a and b must be 2-D")
+    if trans_a not in (0, 1) or trans_b not in (0, 1):
+        raise ShapeError("trans_a and trans_b must be 0 or 1")
+    m, k = (a[1], a[0]) if trans_a else a
+    k2, n = (b[1], b[0]) if trans_b else b
+    if k != k2:
+        raise ShapeError(f"gemm contraction mismatch: {k} vs {k2}")
+    if c is not None and not broadcasts_to(c, (m, n)):
+        raise ShapeError(f"gemm c of shape {list(c)} does not broadcast to {[m, n]}")
+    return (m, n)
+
+
+def _window_out(size: int, k: int, stride: int, pad: int, dil: int) -> int:
+    eff = (k - 1) * dil + 1
+    if size + pad < eff:
+        raise ShapeError(f"window of extent {eff} larger than padded input {size + pad}")
+    return (size + pad - eff) // stride + 1
+
+
+def _check_window(kernel: Sequence[int], strides: Sequence[int], pads: Sequence[int],
+                  dilations: Sequence[int]) -> None:
+    _expect_len("kernel", kernel, 2)
+    _expect_len("strides", strides, 2)
+    _expect_len("pads", pads, 4)
+    _expect_len("dilations", dilations, 2)
+    if min(kernel) < 1 or min(strides) < 1 or min(dilations) < 1:
+        raise ShapeError("kernel, strides and dilations must be positive")
+    if min(pads) < 0:
+        raise ShapeError("pads must be non-negative")
+
+
+def conv2d(x: Shape, w: Shape, bias: Shape | None, strides: Sequence[int],
+           pads: Sequence[int], dilations: Sequence[int], group: int) -> Shape:
+    """2-D convolution, NCHW input, (M, C/group, kH, kW) weights, pads (top, left, bottom, right)."""
+    if len(x) != 4 or len(w) != 4:
+        raise ShapeError("conv input and weight must be 4-D (NCHW, MCHW)")
+    _check_window(w[2:], strides, pads, dilations)
+    if group < 1 or x[1] % group or w[0] % group:
+        raise ShapeError(f"group {group} must divide input channels {x[1]} and output channels {w[0]}")
+    if w[1] * group != x[1]:
+        raise ShapeError(f"weight has {w[1]} input channels per group, expected {x[1] // group}")
+    if bias is not None and tuple(bias) != (w[0],):
+        raise ShapeError(f"bias must have shape [{w[0]}], got {list(bias)}")
+    h = _window_out(x[2], w[2], strides[0], pads[0] + pads[2], dilations[0])
+    wd = _window_out(x[3], w[3], strides[1], pads[1] + pads[3], dilations[1])
+    return (x[0], w[0], h, wd)
+
+
+def pool_out_dim(size: int, k: int, stride: int, pad_begin: int, pad_end: int, dil: int,
+                 ceil_mode: int) -> int:
+    """Output extent of one pooled dim (ONNX rule: a ceil-mode window must start in the input)."""
+    eff = (k - 1) * dil + 1
+    span = size + pad_begin + pad_end - eff
+    if span < 0:
+        raise ShapeError(f"pool window of extent {eff} larger than padded input")
+    if not ceil_mode:
+        return span // stride + 1
+    out = -(-span // stride) + 1
+    if (out - 1) * stride >= size + pad_begin:
+        out -= 1
+    return out
+
+
+def pool2d(x: Shape, kernel: Sequence[int], strides: Sequence[int], pads: Sequence[int],
+           dilations: Sequence[int], ceil_mode: int) -> Shape:
+    """Max/average pooling over the last two dims of an NCHW tensor."""
+    if len(x) != 4:
+        raise ShapeError("pool input must be 4-D (NCHW)")
+    _check_window(kernel, strides, pads, dilations)
+    if ceil_mode not in (0, 1):
+        raise ShapeError("ceil_mode must be 0 or 1")
+    h = pool_out_dim(x[2], kernel[0], strides[0], pads[0], pads[2], dilations[0], ceil_mode)
+    w = pool_out_dim(x[3], kernel[1], strides[1], pads[1], pads[3], dilations[1], ceil_mode)
+    return (x[0], x[1], h, w)
+
+
+def global_pool(x: Shape) -> Shape:
+    if len(x) < 3:
+        raise ShapeError("global pool input must have rank >= 3")
+    return tuple(x[:2]) + (1,) * (len(x) - 2)
+
+
+def reduce(x: Shape, axes: Sequence[int], keepdims: int) -> Shape:
+    """Reduction over normalized, sorted axes (empty = all)."""
+    if keepdims not in (0, 1):
+        raise ShapeError("keepdims must be 0 or 1")
+    _check_normalized(axes, len(x))
+    red = set(axes) if axes else set(range(len(x)))
+    if keepdims:
+        return tuple(1 if i in red else d for i, d in enumerate(x))
+    return tuple(d for i, d in enumerate(x) if i not in red)
+
+
+def _check_normalized(axes: Sequence[int], rank: int) -> None:
+    if list(axes) != sorted(set(axes)) or any(not 0 <= a < rank for a in axes):
+        raise ShapeError(f"axes {list(axes)} must be sorted, unique and in [0, {rank})")
+
+
+def check_axis(axis: int, rank: int) -> None:
+    if not 0 <= axis < rank:
+        raise ShapeError(f"axis {axis} must be normalized into [0, {rank})")
+
+
+def flatten(x: Shape, axis: int) -> Shape:
+    if not 0 <= axis <= len(x):
+        raise ShapeError(f"flatten axis {axis} must be in [0, {len(x)}]")
+    return (prod(x[:axis]), prod(x[axis:]))
+
+
+def squeeze(x: Shape, axes: Sequence[int]) -> Shape:
+    _check_normalized(axes, len(x))
+    for a in axes:
+        if x[a] != 1:
+            raise ShapeError(f"cannot squeeze axis {a} of extent {x[a]}")
+    return tuple(d for i, d in enumerate(x) if i not in set(axes))
+
+
+def unsqueeze(x: Shape, axes: Sequence[int]) -> Shape:
+    rank = len(x) + len(axes)
+    _check_normalized(axes, rank)
+    it = iter(x)
+    return tuple(1 if i in set(axes) else next(it) for i in range(rank))
+
+
+def transpose(x: Shape, perm: Sequence[int]) -> Shape:
+    if sorted(perm) != list(range(len(x))):
+        raise ShapeError(f"perm {list(perm)} is not a permutation of {len(x)} dims")
+    return tuple(x[p] for p in perm)
+
+
+def concat(xs: Sequence[Shape], axis: int) -> Shape:
+    if not xs:
+        raise ShapeError("concat needs at least one input")
+    check_axis(axis, len(xs[0]))
+    for s in xs[1:]:
+        if len(s) != len(xs[0]) or any(
+            a != b for i, (a, b) in enumerate(zip(s, xs[0], strict=True)) if i != axis
+        ):
+            raise ShapeError(f"concat inputs {[list(s) for s in xs]} differ off axis {axis}")
+    out = list(xs[0])
+    out[axis] = sum(s[axis] for s in xs)
+    return tuple(out)
+
+
+def split(x: Shape, axis: int, sizes: Sequence[int]) -> list[Shape]:
+    check_axis(axis, len(x))
+    if sum(sizes) != x[axis] or any(s < 0 for s in sizes):
+        raise ShapeError(f"split sizes {list(sizes)} do not add up to extent {x[axis]}")
+    return [x[:axis] + (s,) + x[axis + 1:] for s in sizes]
+
+
+def slice_extent(start: int, end: int, step: int) -> int:
+    """Number of elements of range(start, end, step)."""
+    return len(range(start, end, step))
+
+
+def normalize_slice(dim: int, start: int, end: int, step: int) -> tuple[int, int]:
+    """ONNX Slice clamping of (start, end) for one dim; ends stay exclusive (-1 for reverse to 0)."""
+    if step == 0:
+        raise ShapeError("slice step must not be 0")
+    if start < 0:
+        start += dim
+    if end < 0:
+        end += dim
+    if step > 0:
+        start = min(max(start, 0), dim)
+        end = min(max(end, 0), dim)
+    else:
+        start = min(max(start, 0), dim - 1)
+        end = min(max(end, -1), dim - 1)
+    return start, end
+
+
+def slice_(x: Shape, starts: Sequence[int], ends: Sequence[int], steps: Sequence[int]) -> Shape:
+    """Slice with one normalized (start, end, step) per dim."""
+    for n, v in (("starts", starts), ("ends", ends), ("steps", steps)):
+        _expect_len(n, v, len(x))
+    out = []
+    for d, s, e, st in zip(x, starts, ends, steps, strict=True):
+        if st == 0:
+            raise ShapeError("slice step must not be 0")
+        ok = (0 <= s <= d and 0 <= e <= d) if st > 0 else (0 <= s < max(d, 1) and -1 <= e < d)
+        if not ok:
+            raise ShapeError(f"slice ({s}, {e}, {st}) is not normalized for extent {d}")
+        out.append(slice_extent(s, e, st))
+    return tuple(out)
+
+
+def gather(data: Shape, indices: Shape, axis: int) -> Shape:
+    check_axis(axis, len(data))
+    return tuple(data[:axis]) + tuple(indices) + tuple(data[axis + 1:])
+
+
+def pad(x: Shape, pads: Sequence[int]) -> Shape:
+    _expect_len("pads", pads, 2 * len(x))
+    out = tuple(d + pads[i] + pads[i + len(x)] for i, d in enumerate(x))
+    if any(d < 0 for d in out):
+        raise ShapeError(f"pads {list(pads)} make a negative extent")
+    return out
+
+
+def layer_norm(x: Shape, scale: Shape, bias: Shape | None, axis: int) -> Shape:
+    check_axis(axis, len(x))
+    norm = tuple(x[axis:])
+    for name, s in (("scale", scale), ("bias", bias)):
+        if s is not None and not broadcasts_to(s, norm):
+            raise ShapeError(f"{name} of shape {list(s)} does not broadcast to {list(norm)}")
+    return tuple(x)
+
+
+def batch_norm(x: Shape, params: Sequence[Shape]) -> Shape:
+    if len(x) < 2:
+        raise ShapeError("batch_norm input must have rank >= 2")
+    for s in params:
+        if tuple(s) != (x[1],):
+            raise ShapeError(f"batch_norm parameters must have shape [{x[1]}], got {list(s)}")
+    return tuple(x)
+
+
+def reshape_target(x: Shape, shape: Sequence[int], allowzero: int = 0) -> Shape:
+    """ONNX Reshape target: 0 copies the input dim (unless allowzero), one -1 is inferred."""
+    out = [x[i] if d == 0 and not allowzero else d for i, d in enumerate(shape)]
+    if out.count(-1) > 1:
+        raise ShapeError("reshape shape may contain at most one -1")
+    if -1 in out:
+        known = prod(d for d in out if d != -1)
+        if known == 0 or prod(x) % known:
+            raise ShapeError(f"cannot reshape {list(x)} into {list(shape)}")
+        out[out.index(-1)] = prod(x) // known
+    if prod(out) != prod(x) or any(d < 0 for d in out):
+        raise ShapeError(f"cannot reshape {list(x)} into {list(shape)}")
+    return tuple(out)

@@ -1,0 +1,106 @@
+"""LLVM dialect ops that xDSL 0.74 lacks, plus their llvmlite translation.
+
+xDSL's `llvm` dialect has `llvm.insertelement` but no `llvm.extractelement` and no
+`llvm.fptosi`/`llvm.fptoui`/`llvm.uitofp`, and its llvmlite translator does not know them either.
+They are defined here (same names and syntax as MLIR) so vector.extract and arith casts can lower;
+`TRANSLATIONS` is consulted by `compiler.backends.llvm_cpu` before xDSL's translator.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import ClassVar
+
+from llvmlite import ir
+from xdsl.backend.llvm.convert_type import convert_type
+from xdsl.context import Context
+from xdsl.dialects.builtin import ArrayAttr, IntAttr, VectorType
+from xdsl.dialects.llvm import GenericCastOp
+from xdsl.ir import Dialect, Operation, SSAValue
+from xdsl.irdl import (
+    AnyAttr,
+    IRDLOperation,
+    RangeOf,
+    VarConstraint,
+    irdl_op_definition,
+    operand_def,
+    result_def,
+    traits_def,
+)
+from xdsl.traits import NoMemoryEffect
+
+
+@irdl_op_definition
+class ExtractElementOp(IRDLOperation):
+    """`llvm.extractelement`: one lane of a 1-D vector."""
+
+    name = "llvm.extractelement"
+
+    ELEMENT: ClassVar = VarConstraint("ELEMENT", AnyAttr())
+    VECTOR: ClassVar = VarConstraint(
+        "VECTOR_T",
+        VectorType.constr(ELEMENT, shape=ArrayAttr.constr(RangeOf(IntAttr).of_length(1))),
+    )
+
+    vector = operand_def(VECTOR)
+    position = operand_def()
+    res = result_def(ELEMENT)
+
+    assembly_format = "$vector `[` $position `:` type($position) `]` attr-dict `:` type($vector)"
+
+    traits = traits_def(NoMemoryEffect())
+
+    def __init__(self, vector: Operation | SSAValue, position: Operation | SSAValue):
+        vtype = SSAValue.get(vector).type
+        assert isinstance(vtype, VectorType)
+        super().__init__(operands=[vector, position], result_types=[vtype.element_type])
+
+
+@irdl_op_definition
+class FPToSIOp(GenericCastOp):
+    name = "llvm.fptosi"
+
+
+@irdl_op_definition
+class FPToUIOp(GenericCastOp):
+    name = "llvm.fptoui"
+
+
+@irdl_op_definition
+class UIToFPOp(GenericCastOp):
+    name = "llvm.uitofp"
+
+
+Translation = Callable[[Operation, ir.IRBuilder, dict[SSAValue, ir.Value]], None]
+
+
+def _extractelement(op: Operation, b: ir.IRBuilder, vals: dict[SSAValue, ir.Value]) -> None:
+    assert isinstance(op, ExtractElementOp)
+    vals[op.res] = b.extract_element(vals[op.vector], vals[op.position])
+
+
+def _cast(name: str) -> Translation:
+    def translate(op: Operation, b: ir.IRBuilder, vals: dict[SSAValue, ir.Value]) -> None:
+        vals[op.results[0]] = getattr(b, name)(
+            vals[op.operands[0]], convert_type(op.results[0].type)
+        )
+
+    return translate
+
+
+TRANSLATIONS: dict[type[Operation], Translation] = {
+    ExtractElementOp: _extractelement,
+    FPToSIOp: _cast("fptosi"),
+    FPToUIOp: _cast("fptoui"),
+    UIToFPOp: _cast("uitofp"),
+}
+
+
+def load_llvm_extras(ctx: Context) -> None:
+    """Register the extra ops (named `llvm.*`) in a context that already has `llvm`."""
+    for op in LLVMExtras.operations:
+        if ctx.get_optional_op(op.name) is None:
+            ctx.load_op(op)
+
+
+LLVMExtras = Dialect("llvm_extras", [ExtractElementOp, FPToSIOp, FPToUIOp, UIToFPOp], [])

@@ -1,0 +1,159 @@
+// RUN: ziggurat-opt %s --split-input-file --verify-diagnostics
+
+func.func @bad_broadcast(%a: tensor<2x3xf32>, %b: tensor<4xf32>) -> tensor<2x3xf32> {
+  // expected-error@+1 {{shapes [2, 3] and [4] are not broadcastable}}
+  %0 = graph.add %a, %b : (tensor<2x3xf32>, tensor<4xf32>) -> tensor<2x3xf32>
+  func.return %0 : tensor<2x3xf32>
+}
+
+// -----
+
+func.func @wrong_result(%a: tensor<2x3xf32>) -> tensor<3x2xf32> {
+  // expected-error@+1 {{result type tensor<3x2xf32> does not match inferred tensor<2x3xf32>}}
+  %0 = graph.relu %a : (tensor<2x3xf32>) -> tensor<3x2xf32>
+  func.return %0 : tensor<3x2xf32>
+}
+
+// -----
+
+func.func @conv_channels(%x: tensor<1x3x8x8xf32>, %w: tensor<4x2x3x3xf32>) -> tensor<1x4x6x6xf32> {
+  // expected-error@+1 {{weight has 2 input channels per group, expected 3}}
+  %0 = graph.conv %x, %w : (tensor<1x3x8x8xf32>, tensor<4x2x3x3xf32>) -> tensor<1x4x6x6xf32>
+  func.return %0 : tensor<1x4x6x6xf32>
+}
+
+// -----
+
+func.func @conv_pads(%x: tensor<1x3x8x8xf32>, %w: tensor<4x3x3x3xf32>) -> tensor<1x4x6x6xf32> {
+  // expected-error@+1 {{pads must have 4 values, got 2}}
+  %0 = graph.conv %x, %w {pads = array<i64: 1, 1>} : (tensor<1x3x8x8xf32>, tensor<4x3x3x3xf32>) -> tensor<1x4x6x6xf32>
+  func.return %0 : tensor<1x4x6x6xf32>
+}
+
+// -----
+
+func.func @matmul_k(%a: tensor<2x3xf32>, %b: tensor<4x5xf32>) -> tensor<2x5xf32> {
+  // expected-error@+1 {{matmul contraction mismatch}}
+  %0 = graph.matmul %a, %b : (tensor<2x3xf32>, tensor<4x5xf32>) -> tensor<2x5xf32>
+  func.return %0 : tensor<2x5xf32>
+}
+
+// -----
+
+func.func @gemm_trans(%a: tensor<2x3xf32>, %b: tensor<3x5xf32>) -> tensor<2x5xf32> {
+  // expected-error@+1 {{trans_a and trans_b must be 0 or 1}}
+  %0 = graph.gemm %a, %b {trans_a = 2 : i64} : (tensor<2x3xf32>, tensor<3x5xf32>) -> tensor<2x5xf32>
+  func.return %0 : tensor<2x5xf32>
+}
+
+// -----
+
+func.func @softmax_axis(%a: tensor<2x3xf32>) -> tensor<2x3xf32> {
+  // expected-error@+1 {{axis -1 must be normalized into [0, 2)}}
+  %0 = graph.softmax %a {axis = -1 : i64} : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  func.return %0 : tensor<2x3xf32>
+}
+
+// -----
+
+func.func @reshape_count(%a: tensor<2x3xf32>) -> tensor<7xf32> {
+  // expected-error@+1 {{cannot reshape [2, 3] into [7]: element counts differ}}
+  %0 = graph.reshape %a : (tensor<2x3xf32>) -> tensor<7xf32>
+  func.return %0 : tensor<7xf32>
+}
+
+// -----
+
+func.func @transpose_perm(%a: tensor<2x3xf32>) -> tensor<3x2xf32> {
+  // expected-error@+1 {{perm [0, 0] is not a permutation of 2 dims}}
+  %0 = graph.transpose %a {perm = array<i64: 0, 0>} : (tensor<2x3xf32>) -> tensor<3x2xf32>
+  func.return %0 : tensor<3x2xf32>
+}
+
+// -----
+
+func.func @squeeze_non_unit(%a: tensor<2x1xf32>) -> tensor<1xf32> {
+  // expected-error@+1 {{cannot squeeze axis 0 of extent 2}}
+  %0 = graph.squeeze %a {axes = array<i64: 0>} : (tensor<2x1xf32>) -> tensor<1xf32>
+  func.return %0 : tensor<1xf32>
+}
+
+// -----
+
+func.func @reduce_unsorted(%a: tensor<2x3xf32>) -> tensor<1x1xf32> {
+  // expected-error@+1 {{axes [1, 0] must be sorted, unique and in [0, 2)}}
+  %0 = graph.reduce_sum %a {axes = array<i64: 1, 0>} : (tensor<2x3xf32>) -> tensor<1x1xf32>
+  func.return %0 : tensor<1x1xf32>
+}
+
+// -----
+
+func.func @split_sizes(%a: tensor<2x6xf32>) -> tensor<2x2xf32> {
+  // expected-error@+1 {{split sizes [2, 3] do not add up to extent 6}}
+  %0:2 = graph.split %a {axis = 1 : i64, sizes = array<i64: 2, 3>} : (tensor<2x6xf32>) -> (tensor<2x2xf32>, tensor<2x3xf32>)
+  func.return %0#0 : tensor<2x2xf32>
+}
+
+// -----
+
+func.func @concat_mismatch(%a: tensor<2x3xf32>, %b: tensor<3x3xf32>) -> tensor<2x6xf32> {
+  // expected-error@+1 {{differ off axis 1}}
+  %0 = graph.concat %a, %b {axis = 1 : i64} : (tensor<2x3xf32>, tensor<3x3xf32>) -> tensor<2x6xf32>
+  func.return %0 : tensor<2x6xf32>
+}
+
+// -----
+
+func.func @slice_unnormalized(%a: tensor<8xf32>) -> tensor<8xf32> {
+  // expected-error@+1 {{slice (0, 9, 1) is not normalized for extent 8}}
+  %0 = graph.slice %a {starts = array<i64: 0>, ends = array<i64: 9>, steps = array<i64: 1>} : (tensor<8xf32>) -> tensor<8xf32>
+  func.return %0 : tensor<8xf32>
+}
+
+// -----
+
+func.func @pool_kernel(%a: tensor<1x1x4x4xf32>) -> tensor<1x1x4x4xf32> {
+  // expected-error@+1 {{kernel must have 2 values, got 1}}
+  %0 = graph.max_pool %a {kernel = array<i64: 2>} : (tensor<1x1x4x4xf32>) -> tensor<1x1x4x4xf32>
+  func.return %0 : tensor<1x1x4x4xf32>
+}
+
+// -----
+
+func.func @gelu_mode(%a: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error@+1 {{approximate must be "none" or "tanh", got "fast"}}
+  %0 = graph.gelu %a {approximate = "fast"} : (tensor<4xf32>) -> tensor<4xf32>
+  func.return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @cast_to(%a: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error@+1 {{only cast to "f32" is supported, got "i8"}}
+  %0 = graph.cast %a {to = "i8"} : (tensor<4xf32>) -> tensor<4xf32>
+  func.return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @pad_negative(%a: tensor<2xf32>) -> tensor<0xf32> {
+  // expected-error@+1 {{make a negative extent}}
+  %0 = graph.pad %a {pads = array<i64: -2, -1>} : (tensor<2xf32>) -> tensor<0xf32>
+  func.return %0 : tensor<0xf32>
+}
+
+// -----
+
+func.func @const_type() -> tensor<2xi32> {
+  // expected-error@+1 {{element type must be f32 or i64, got i32}}
+  %0 = graph.constant dense<[1, 2]> : tensor<2xi32>
+  func.return %0 : tensor<2xi32>
+}
+
+// -----
+
+func.func @missing_axis(%a: tensor<2x3xf32>) -> tensor<2x3xf32> {
+  // expected-error@+1 {{property 'axis' expected}}
+  %0 = graph.softmax %a : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  func.return %0 : tensor<2x3xf32>
+}

@@ -1,0 +1,184 @@
+"""convert-arith-to-llvm: arith ops on scalars and 1-D vectors -> llvm ops (index -> i64)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from xdsl.context import Context
+from xdsl.dialects import arith, llvm
+from xdsl.dialects.builtin import (
+    DenseIntOrFPElementsAttr,
+    IndexType,
+    IntegerAttr,
+    ModuleOp,
+    VectorType,
+    i64,
+)
+from xdsl.ir import Attribute, Operation
+from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import (
+    GreedyRewritePatternApplier,
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+)
+
+from dialects import llvm_extras
+from passes.conversions.llvm_common import convert_type, operands, replace
+
+_BINARY: dict[type[Operation], type[Operation]] = {
+    arith.AddiOp: llvm.AddOp,
+    arith.SubiOp: llvm.SubOp,
+    arith.MuliOp: llvm.MulOp,
+    arith.DivSIOp: llvm.SDivOp,
+    arith.DivUIOp: llvm.UDivOp,
+    arith.RemSIOp: llvm.SRemOp,
+    arith.RemUIOp: llvm.URemOp,
+    arith.AndIOp: llvm.AndOp,
+    arith.OrIOp: llvm.OrOp,
+    arith.XOrIOp: llvm.XOrOp,
+    arith.ShLIOp: llvm.ShlOp,
+    arith.ShRSIOp: llvm.AShrOp,
+    arith.ShRUIOp: llvm.LShrOp,
+}
+
+_FLOAT_BINARY: dict[type[Operation], type[Operation]] = {
+    arith.AddfOp: llvm.FAddOp,
+    arith.SubfOp: llvm.FSubOp,
+    arith.MulfOp: llvm.FMulOp,
+    arith.DivfOp: llvm.FDivOp,
+}
+
+# NaN-propagating (IEEE maximum) vs NaN-ignoring (maxnum) semantics, as in MLIR.
+_FLOAT_INTRINSIC: dict[type[Operation], str] = {
+    arith.MaximumfOp: "llvm.maximum",
+    arith.MinimumfOp: "llvm.minimum",
+}
+_FLOAT_NUM: dict[type[Operation], type[Operation]] = {
+    arith.MaxnumfOp: llvm.VectorFMaxOp,
+    arith.MinnumfOp: llvm.VectorFMinOp,
+}
+
+# (icmp predicate for select) for integer min/max
+_INT_MINMAX: dict[type[Operation], str] = {
+    arith.MinSIOp: "slt",
+    arith.MaxSIOp: "sgt",
+    arith.MinUIOp: "ult",
+    arith.MaxUIOp: "ugt",
+}
+
+
+def _fastmath(op: Operation) -> llvm.FastMathAttr:
+    """arith fastmath flags carried over to the llvm op (same flag names)."""
+    fm = op.properties.get("fastmath")
+    flags = getattr(fm, "data", None) or ()
+    names = {f.value if hasattr(f, "value") else str(f) for f in flags}
+    if "fast" in names:
+        return llvm.FastMathAttr("fast")
+    return llvm.FastMathAttr([f for f in llvm.FastMathFlag if f.value in names])
+
+
+def _int_width(type: Attribute) -> int:
+    t = convert_type(type)
+    if isinstance(t, VectorType):
+        t = t.element_type
+    return t.width.data  # type: ignore[attr-defined]
+
+
+class ArithToLLVM(RewritePattern):
+    """One pattern for every arith op: a table lookup, then op-specific construction."""
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        if op.dialect_name() != "arith":
+            return
+        new = self._convert(op, rewriter)
+        if new is None:
+            return
+        if not new:  # a no-op after type conversion (index_cast between index and i64)
+            replace(rewriter, op, [], [operands(rewriter, op)[0]])
+            return
+        replace(rewriter, op, new, [new[-1].results[0]])
+
+    def _convert(self, op: Operation, rewriter: PatternRewriter) -> list[Operation] | None:
+        t = type(op)
+        res_type = convert_type(op.results[0].type) if op.results else None
+        if isinstance(op, arith.ConstantOp):
+            return [_constant(op)]
+        args = operands(rewriter, op)
+        if t in _BINARY:
+            return [_BINARY[t](args[0], args[1])]  # type: ignore[call-arg]
+        if t in _FLOAT_BINARY:
+            return [_FLOAT_BINARY[t](args[0], args[1], _fastmath(op))]  # type: ignore[call-arg]
+        if t in _FLOAT_NUM:
+            return [_FLOAT_NUM[t](args[0], args[1], _fastmath(op))]  # type: ignore[call-arg]
+        if t in _FLOAT_INTRINSIC:
+            return [llvm.CallIntrinsicOp(_FLOAT_INTRINSIC[t], args, [res_type])]  # type: ignore[list-item]
+        if t in _INT_MINMAX:
+            pred = llvm.ICmpPredicateFlag(_INT_MINMAX[t]).to_int()
+            cmp = llvm.ICmpOp(args[0], args[1], IntegerAttr(pred, i64))
+            return [cmp, llvm.SelectOp(cmp.res, args[0], args[1])]
+        if isinstance(op, arith.NegfOp):
+            return [llvm.FNegOp(args[0], _fastmath(op))]
+        if isinstance(op, arith.CmpfOp):
+            return [llvm.FCmpOp(args[0], args[1], op.predicate)]
+        if isinstance(op, arith.CmpiOp):
+            return [llvm.ICmpOp(args[0], args[1], op.predicate)]
+        if isinstance(op, arith.SelectOp):
+            return [llvm.SelectOp(*args)]
+        if isinstance(op, arith.IndexCastOp):
+            return _int_resize(args[0], res_type, signed=isinstance(op, arith.IndexCastOp))  # type: ignore[arg-type]
+        if isinstance(op, arith.ExtSIOp):
+            return [llvm.SExtOp(args[0], res_type)]  # type: ignore[arg-type]
+        if isinstance(op, arith.ExtUIOp):
+            return [llvm.ZExtOp(args[0], res_type)]  # type: ignore[arg-type]
+        if isinstance(op, arith.TruncIOp):
+            return [llvm.TruncOp(args[0], res_type)]  # type: ignore[arg-type]
+        if isinstance(op, arith.SIToFPOp):
+            return [llvm.SIToFPOp(args[0], res_type)]  # type: ignore[arg-type]
+        if isinstance(op, arith.UIToFPOp):
+            return [llvm_extras.UIToFPOp(args[0], res_type)]  # type: ignore[arg-type]
+        if isinstance(op, arith.FPToSIOp):
+            return [llvm_extras.FPToSIOp(args[0], res_type)]  # type: ignore[arg-type]
+        if isinstance(op, arith.FPToUIOp):
+            return [llvm_extras.FPToUIOp(args[0], res_type)]  # type: ignore[arg-type]
+        if isinstance(op, arith.ExtFOp):
+            return [llvm.FPExtOp(args[0], res_type)]  # type: ignore[arg-type]
+        if isinstance(op, arith.TruncFOp):
+            return [llvm.FPTruncOp(args[0], res_type)]  # type: ignore[arg-type]
+        if isinstance(op, arith.BitcastOp):
+            return [llvm.BitcastOp(args[0], res_type)]  # type: ignore[arg-type]
+        return None
+
+
+def _int_resize(value, res_type: Attribute, *, signed: bool) -> list[Operation]:  # type: ignore[no-untyped-def]
+    src, dst = _int_width(value.type), _int_width(res_type)
+    if src == dst:
+        return []
+    if src > dst:
+        return [llvm.TruncOp(value, res_type)]
+    return [llvm.SExtOp(value, res_type) if signed else llvm.ZExtOp(value, res_type)]
+
+
+def _constant(op: arith.ConstantOp) -> Operation:
+    """Constants first: index constants become i64 before anything else sees them."""
+    value = op.value
+    res_type = convert_type(op.result.type)
+    if isinstance(value, IntegerAttr) and isinstance(value.type, IndexType):
+        value = IntegerAttr(value.value.data, res_type)  # type: ignore[arg-type]
+    elif isinstance(value, DenseIntOrFPElementsAttr) and value.get_element_type() == IndexType():
+        assert isinstance(res_type, VectorType)
+        value = DenseIntOrFPElementsAttr.from_list(res_type, list(value.get_values()))  # type: ignore[arg-type]
+    return llvm.ConstantOp(value, res_type)
+
+
+@dataclass(frozen=True)
+class ConvertArithToLLVMPass(ModulePass):
+    """Lower arith to llvm; not-yet-converted neighbours are bridged by unrealized casts."""
+
+    name: ClassVar[str] = "convert-arith-to-llvm"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        PatternRewriteWalker(
+            GreedyRewritePatternApplier([ArithToLLVM()]), apply_recursively=False
+        ).rewrite_module(op)

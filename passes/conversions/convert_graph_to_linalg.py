@@ -1,0 +1,626 @@
+"""convert-graph-to-linalg: lower every `graph` op to the TENSOR level (levels.md).
+
+Every computation becomes a `linalg.generic` (no named linalg ops), so the loop generator has a
+single input form whose access strides it can read off the indexing maps. Data movement uses
+tensor.{empty,extract_slice,insert_slice,expand_shape,collapse_shape}; weights stay dense
+`arith.constant`s. Patterns dispatch on the operation name (not the Python class), so they
+only depend on the `graph` spec: operand order and attribute names.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from math import prod, sqrt
+from typing import ClassVar
+
+import numpy as np
+from xdsl.context import Context
+from xdsl.dialects import arith, tensor
+from xdsl.dialects import math as xmath
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DenseArrayBase,
+    FloatAttr,
+    IndexType,
+    IntegerAttr,
+    IntegerType,
+    ModuleOp,
+    StringAttr,
+    f32,
+)
+from xdsl.ir import Operation, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import (
+    GreedyRewritePatternApplier,
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+)
+from xdsl.transforms.dead_code_elimination import region_dce
+from xdsl.utils.exceptions import DiagnosticException
+
+from passes.conversions.convert_graph_to_linalg_builder import (
+    NEG_INF,
+    Body,
+    Emitter,
+    broadcast_exprs,
+    constant_value,
+    cst,
+    dim,
+    elem_of,
+    identity,
+    shape_of,
+)
+
+# -- attribute access (properties or attributes, per the spec's names) --------------------------
+
+
+def _attr(op: Operation, name: str) -> object | None:
+    a = op.properties.get(name)
+    return op.attributes.get(name) if a is None else a
+
+
+def _ints(op: Operation, name: str, default: Sequence[int] = ()) -> tuple[int, ...]:
+    a = _attr(op, name)
+    if a is None:
+        return tuple(default)
+    if isinstance(a, DenseArrayBase):
+        return tuple(int(v) for v in a.get_values())
+    if isinstance(a, ArrayAttr):
+        return tuple(int(v.value.data) for v in a.data)  # type: ignore[attr-defined]
+    raise TypeError(f"{op.name}: attribute {name} is not an integer list: {a}")
+
+
+def _int(op: Operation, name: str, default: int = 0) -> int:
+    a = _attr(op, name)
+    return default if a is None else int(a.value.data)  # type: ignore[attr-defined]
+
+
+def _float(op: Operation, name: str, default: float) -> float:
+    a = _attr(op, name)
+    if a is None:
+        return default
+    if isinstance(a, FloatAttr | IntegerAttr):
+        return float(a.value.data)
+    raise TypeError(f"{op.name}: attribute {name} is not a number: {a}")
+
+
+def _str(op: Operation, name: str, default: str) -> str:
+    a = _attr(op, name)
+    return a.data if isinstance(a, StringAttr) else default
+
+
+def _out_shape(op: Operation, i: int = 0) -> tuple[int, ...]:
+    return shape_of(op.results[i])
+
+
+class _GraphLowering(RewritePattern):
+    """Base: dispatch to `lower_<op suffix>`; subclasses list the op names they own."""
+
+    ops: ClassVar[tuple[str, ...]] = ()
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        if op.name not in self.ops:
+            return
+        em = Emitter()
+        results = self.lower(op, em)
+        rewriter.replace(op, em.ops, list(results))
+
+    def lower(self, op: Operation, em: Emitter) -> Sequence[SSAValue]:
+        raise NotImplementedError
+
+
+# -- constants ------------------------------------------------------------------------------------
+
+
+class ConstantLowering(_GraphLowering):
+    """graph.constant / graph.shape -> arith.constant (same dense payload)."""
+
+    ops = ("graph.constant", "graph.shape")
+
+    def lower(self, op: Operation, em: Emitter) -> Sequence[SSAValue]:
+        if op.name == "graph.shape":
+            return [em.dense(np.array(shape_of(op.operands[0]), dtype=np.int64))]
+        value = _attr(op, "value")
+        return [em.add(arith.ConstantOp(value))]  # type: ignore[arg-type]
+
+
+# -- elementwise ------------------------------------------------------------------------------------
+
+_BINARY: dict[str, Callable[[Body, SSAValue, SSAValue], SSAValue]] = {
+    "graph.add": Body.add,
+    "graph.sub": Body.sub,
+    "graph.mul": Body.mul,
+    "graph.div": Body.div,
+    "graph.pow": lambda b, x, y: b.op(xmath.PowFOp(x, y)),
+}
+
+_SQRT1_2 = 1.0 / sqrt(2.0)
+_SQRT_2_PI = sqrt(2.0 / np.pi)
+
+
+def _unary_body(op: Operation) -> Callable[[Body, SSAValue], SSAValue]:
+    """The scalar math of a unary graph op (attributes read once, at rewrite time)."""
+    n = op.name
+    if n == "graph.sqrt":
+        return Body.sqrt
+    if n == "graph.exp":
+        return Body.exp
+    if n == "graph.log":
+        return Body.log
+    if n == "graph.neg":
+        return Body.neg
+    if n == "graph.abs":
+        return lambda b, x: b.op(xmath.AbsFOp(x))
+    if n == "graph.reciprocal":
+        return lambda b, x: b.div(b.f(1.0), x)
+    if n == "graph.relu":
+        return lambda b, x: b.max(x, b.f(0.0))
+    if n == "graph.sigmoid":
+        return lambda b, x: b.div(b.f(1.0), b.add(b.f(1.0), b.exp(b.neg(x))))
+    if n == "graph.tanh":
+        return Body.tanh
+    if n == "graph.erf":
+        return Body.erf
+    if n == "graph.hard_swish":
+        return lambda b, x: b.mul(
+            x, b.max(b.f(0.0), b.min(b.f(1.0), b.add(b.mul(x, b.f(1.0 / 6.0)), b.f(0.5))))
+        )
+    if n == "graph.hard_sigmoid":
+        alpha, beta = _float(op, "alpha", 0.2), _float(op, "beta", 0.5)
+        return lambda b, x: b.max(
+            b.f(0.0), b.min(b.f(1.0), b.add(b.mul(x, b.f(alpha)), b.f(beta)))
+        )
+    if n == "graph.leaky_relu":
+        alpha = _float(op, "alpha", 0.01)
+        return lambda b, x: b.select(b.cmpf("olt", x, b.f(0.0)), b.mul(x, b.f(alpha)), x)
+    if n == "graph.clip":
+        lo, hi = _float(op, "min", NEG_INF), _float(op, "max", float("inf"))
+
+        def clip(b: Body, x: SSAValue) -> SSAValue:
+            if lo != NEG_INF:
+                x = b.max(x, b.f(lo))
+            if hi != float("inf"):
+                x = b.min(x, b.f(hi))
+            return x
+
+        return clip
+    if n == "graph.gelu":
+        if _str(op, "approximate", "none") == "tanh":
+
+            def gelu_tanh(b: Body, x: SSAValue) -> SSAValue:
+                x3 = b.mul(b.mul(x, x), x)
+                inner = b.mul(b.f(_SQRT_2_PI), b.add(x, b.mul(b.f(0.044715), x3)))
+                return b.mul(b.mul(b.f(0.5), x), b.add(b.f(1.0), b.tanh(inner)))
+
+            return gelu_tanh
+        return lambda b, x: b.mul(
+            b.mul(b.f(0.5), x), b.add(b.f(1.0), b.erf(b.mul(x, b.f(_SQRT1_2))))
+        )
+    raise NotImplementedError(n)
+
+
+_UNARY = (
+    "graph.sqrt", "graph.exp", "graph.log", "graph.neg", "graph.abs", "graph.reciprocal",
+    "graph.relu", "graph.sigmoid", "graph.tanh", "graph.erf", "graph.hard_swish",
+    "graph.hard_sigmoid", "graph.leaky_relu", "graph.clip", "graph.gelu",
+)
+
+
+class ElementwiseLowering(_GraphLowering):
+    """One parallel generic per op; broadcasting lives in the input maps."""
+
+    ops = (*_BINARY, *_UNARY)
+
+    def lower(self, op: Operation, em: Emitter) -> Sequence[SSAValue]:
+        out = _out_shape(op)
+        if op.name in _BINARY:
+            fn2 = _BINARY[op.name]
+            return [em.map_elementwise(list(op.operands), out, lambda b, a: fn2(b, a[0], a[1]))]
+        fn1 = _unary_body(op)
+        return [em.map_elementwise([op.operands[0]], out, lambda b, a: fn1(b, a[0]))]
+
+
+class ForwardLowering(_GraphLowering):
+    """Identity, inference-mode Dropout and f32->f32 Cast are no-ops; int->f32 Cast converts."""
+
+    ops = ("graph.identity", "graph.dropout", "graph.cast")
+
+    def lower(self, op: Operation, em: Emitter) -> Sequence[SSAValue]:
+        x = op.operands[0]
+        if x.type == op.results[0].type:
+            return [x]
+        et = elem_of(x)
+        if op.name != "graph.cast" or not isinstance(et, IntegerType):
+            raise DiagnosticException(f"{op.name}: cannot convert {x.type} to {op.results[0].type}")
+        conv = arith.UIToFPOp if et.width.data == 1 else arith.SIToFPOp  # bool is unsigned
+        return [em.map_elementwise([x], _out_shape(op), lambda b, a: b.op(conv(a[0], f32)))]
+
+
+# -- convolution ------------------------------------------------------------------------------------
+
+
+def _mac(b: Body, a: list[SSAValue]) -> SSAValue:
+    """out + x * w: the multiply-accumulate body of conv and matmul."""
+    return b.add(a[2], b.mul(a[0], a[1]))
+
+
+class ConvLowering(_GraphLowering):
+    """graph.conv -> [pad] + bias-broadcast init + one MAC generic.
+
+    Weights are laid out (IC, kH, kW, OC) (per group: (G, ICg, kH, kW, OCg)) so the output-channel
+    loop reads them with unit stride; constant weights are transposed at compile time.
+    """
+
+    ops = ("graph.conv",)
+
+    def lower(self, op: Operation, em: Emitter) -> Sequence[SSAValue]:
+        x, w = op.operands[0], op.operands[1]
+        bias = op.operands[2] if len(op.operands) > 2 else None
+        sh, sw = _ints(op, "strides", (1, 1))
+        t, l, bt, r = _ints(op, "pads", (0, 0, 0, 0))
+        dh, dw = _ints(op, "dilations", (1, 1))
+        g = _int(op, "group", 1)
+        n, c, _, _ = shape_of(x)
+        m, cg, kh, kw = shape_of(w)
+        _, _, oh, ow = _out_shape(op)
+        ocg = m // g
+        x = em.pad(x, [0, 0, t, l], [0, 0, bt, r], 0.0)
+        wconst = constant_value(w)
+        if g == 1:
+            if wconst is not None:
+                wt = em.dense(np.ascontiguousarray(wconst.transpose(1, 2, 3, 0)))
+            else:  # (M, C, kH, kW) -> (C, kH, kW, M)
+                wt = em.map_elementwise(
+                    [w], (c, kh, kw, m), lambda b, a: a[0],
+                    [[dim(3), dim(0), dim(1), dim(2)]],
+                )
+            out_shape = (n, m, oh, ow)
+            init = self._init(em, bias, out_shape, [dim(1)])
+            # loops: n, oc, oh, ow, ic, kh, kw
+            xmap = [dim(0), dim(4), dim(2) * sh + dim(5) * dh, dim(3) * sw + dim(6) * dw]
+            wmap = [dim(4), dim(5), dim(6), dim(1)]
+            return [em.generic([x, wt], [xmap, wmap], init, identity(4), "pppprrr", _mac)]
+        hp, wp = shape_of(x)[2:]
+        x5 = em.reshape(x, (n, g, cg, hp, wp))
+        if wconst is not None:
+            w5 = wconst.reshape(g, ocg, cg, kh, kw).transpose(0, 2, 3, 4, 1)
+            wt = em.dense(np.ascontiguousarray(w5))
+        else:  # (G, OCg, ICg, kH, kW) -> (G, ICg, kH, kW, OCg)
+            wt = em.map_elementwise(
+                [em.reshape(w, (g, ocg, cg, kh, kw))], (g, cg, kh, kw, ocg), lambda b, a: a[0],
+                [[dim(0), dim(4), dim(1), dim(2), dim(3)]],
+            )
+        out5 = (n, g, ocg, oh, ow)
+        init = self._init(em, em.reshape(bias, (g, ocg)) if bias else None, out5, [dim(1), dim(2)])
+        # loops: n, g, ocg, oh, ow, icg, kh, kw
+        xmap = [dim(0), dim(1), dim(5), dim(3) * sh + dim(6) * dh, dim(4) * sw + dim(7) * dw]
+        wmap = [dim(1), dim(5), dim(6), dim(7), dim(2)]
+        res = em.generic([x5, wt], [xmap, wmap], init, identity(5), "ppppprrr", _mac)
+        return [em.reshape(res, (n, m, oh, ow))]
+
+    @staticmethod
+    def _init(em: Emitter, bias: SSAValue | None, shape: tuple[int, ...], bmap: list) -> SSAValue:
+        if bias is None:
+            return em.fill(0.0, shape)
+        return em.map_elementwise([bias], shape, lambda b, a: a[0], [bmap])
+
+
+# -- matmul / gemm ----------------------------------------------------------------------------------
+
+
+class MatmulLowering(_GraphLowering):
+    """numpy.matmul and ONNX Gemm as one (batch.., m, n, k) generic; transposes live in maps."""
+
+    ops = ("graph.matmul", "graph.gemm")
+
+    def lower(self, op: Operation, em: Emitter) -> Sequence[SSAValue]:
+        if op.name == "graph.gemm":
+            return [self._gemm(op, em)]
+        a, b = op.operands[0], op.operands[1]
+        sa, sb = shape_of(a), shape_of(b)
+        out = _out_shape(op)
+        ba = sa[:-2] if len(sa) >= 2 else ()
+        bb = sb[:-2] if len(sb) >= 2 else ()
+        nb = max(len(ba), len(bb))
+        batch = out[:nb]
+        loop = nb
+        mi = ni = None
+        if len(sa) >= 2:
+            mi, loop = loop, loop + 1
+        if len(sb) >= 2:
+            ni, loop = loop, loop + 1
+        ki = loop
+        amap = broadcast_exprs(ba, batch) + ([dim(mi)] if mi is not None else []) + [dim(ki)]
+        bmap = broadcast_exprs(bb, batch) + [dim(ki)] + ([dim(ni)] if ni is not None else [])
+        omap = identity(nb) + [dim(i) for i in (mi, ni) if i is not None]
+        iters = "p" * ki + "r"
+        return [em.generic([a, b], [amap, bmap], em.fill(0.0, out), omap, iters, _mac)]
+
+    @staticmethod
+    def _gemm(op: Operation, em: Emitter) -> SSAValue:
+        a, b = op.operands[0], op.operands[1]
+        c = op.operands[2] if len(op.operands) > 2 else None
+        alpha, beta = _float(op, "alpha", 1.0), _float(op, "beta", 1.0)
+        ta, tb = _int(op, "trans_a", 0), _int(op, "trans_b", 0)
+        out = _out_shape(op)
+        if c is not None and beta != 0.0:
+            if beta == 1.0:
+                init = em.map_elementwise([c], out, lambda bd, x: x[0])
+            else:
+                init = em.map_elementwise([c], out, lambda bd, x: bd.mul(x[0], bd.f(beta)))
+        else:
+            init = em.fill(0.0, out)
+        amap = [dim(2), dim(0)] if ta else [dim(0), dim(2)]
+        bmap = [dim(1), dim(2)] if tb else [dim(2), dim(1)]
+
+        def body(bd: Body, x: list[SSAValue]) -> SSAValue:
+            p = bd.mul(x[0], x[1])
+            if alpha != 1.0:
+                p = bd.mul(p, bd.f(alpha))
+            return bd.add(x[2], p)
+
+        return em.generic([a, b], [amap, bmap], init, identity(2), "ppr", body)
+
+
+# -- normalizations -------------------------------------------------------------------------------
+
+
+class NormalizationLowering(_GraphLowering):
+    """Softmax/LogSoftmax (max-subtracted), LayerNorm, inference BatchNorm."""
+
+    ops = ("graph.softmax", "graph.log_softmax", "graph.layer_norm", "graph.batch_norm")
+
+    def lower(self, op: Operation, em: Emitter) -> Sequence[SSAValue]:
+        x = op.operands[0]
+        s = shape_of(x)
+        rank = len(s)
+        ident = identity(rank)
+        if op.name in ("graph.softmax", "graph.log_softmax"):
+            axes = [_int(op, "axis", rank - 1)]
+            red = em.reduced_exprs(rank, axes)
+            mx = em.reduce(x, axes, "max")
+            e = em.map_elementwise(
+                [x, mx], s, lambda b, a: b.exp(b.sub(a[0], a[1])), [ident, red]
+            )
+            sm = em.reduce(e, axes, "sum")
+            if op.name == "graph.softmax":
+                return [em.map_elementwise([e, sm], s, lambda b, a: b.div(a[0], a[1]), [ident, red])]
+            return [
+                em.map_elementwise(
+                    [x, mx, sm], s, lambda b, a: b.sub(b.sub(a[0], a[1]), b.log(a[2])),
+                    [ident, red, red],
+                )
+            ]
+        eps = _float(op, "epsilon", 1e-5)
+        if op.name == "graph.batch_norm":
+            scale, bias, mean, var = op.operands[1:5]
+            pm = [dim(1)]
+
+            def bn(b: Body, a: list[SSAValue]) -> SSAValue:
+                xn = b.div(b.sub(a[0], a[3]), b.sqrt(b.add(a[4], b.f(eps))))
+                return b.add(b.mul(xn, a[1]), a[2])
+
+            return [em.map_elementwise([x, scale, bias, mean, var], s, bn, [ident, pm, pm, pm, pm])]
+        axis = _int(op, "axis", rank - 1)
+        axes = list(range(axis, rank))
+        inv_n = 1.0 / prod(s[axis:])
+        red = em.reduced_exprs(rank, axes)
+        total = em.reduce(x, axes, "sum")
+        d = em.map_elementwise(
+            [x, total], s, lambda b, a: b.sub(a[0], b.mul(a[1], b.f(inv_n))), [ident, red]
+        )
+        var = em.reduce(d, axes, "sum", pre=lambda b, v: b.mul(v, v))
+        params = list(op.operands[1:])
+
+        def ln(b: Body, a: list[SSAValue]) -> SSAValue:
+            y = b.div(a[0], b.sqrt(b.add(b.mul(a[1], b.f(inv_n)), b.f(eps))))
+            y = b.mul(y, a[2])
+            return b.add(y, a[3]) if len(a) > 3 else y
+
+        maps = [ident, red] + [broadcast_exprs(shape_of(p), s) for p in params]
+        return [em.map_elementwise([d, var, *params], s, ln, maps)]
+
+
+# -- reductions and pooling -------------------------------------------------------------------------
+
+
+class ReductionLowering(_GraphLowering):
+    """ReduceMean/Sum/Max and global pools: one reduction generic (+ scale) + keepdims reshape."""
+
+    ops = (
+        "graph.reduce_mean", "graph.reduce_sum", "graph.reduce_max",
+        "graph.global_avg_pool", "graph.global_max_pool",
+    )
+
+    def lower(self, op: Operation, em: Emitter) -> Sequence[SSAValue]:
+        x = op.operands[0]
+        s = shape_of(x)
+        if op.name.startswith("graph.global"):
+            axes: list[int] = list(range(2, len(s)))
+        else:
+            axes = list(_ints(op, "axes", ())) or list(range(len(s)))
+        kind = "max" if op.name.endswith("max") or op.name.endswith("max_pool") else "sum"
+        res = em.reduce(x, axes, kind)
+        if op.name in ("graph.reduce_mean", "graph.global_avg_pool"):
+            inv = 1.0 / prod(s[a] for a in axes)
+            res = em.map_elementwise([res], shape_of(res), lambda b, a: b.mul(a[0], b.f(inv)))
+        return [em.reshape(res, _out_shape(op))]
+
+
+class PoolLowering(_GraphLowering):
+    """MaxPool/AvgPool: pad (incl. ceil-mode overhang) + a (n, c, oh, ow, kh, kw) generic.
+
+    A tensor.empty of the window shape is a body-unused input that gives kh, kw their extents
+    (as MLIR's named pooling ops do). Average divisors are computed with numpy at compile time.
+    """
+
+    ops = ("graph.max_pool", "graph.avg_pool")
+
+    def lower(self, op: Operation, em: Emitter) -> Sequence[SSAValue]:
+        x = op.operands[0]
+        n, c, h, w = shape_of(x)
+        kh, kw = _ints(op, "kernel")
+        sh, sw = _ints(op, "strides", (1, 1))
+        t, l, bt, r = _ints(op, "pads", (0, 0, 0, 0))
+        dh, dw = _ints(op, "dilations", (1, 1))
+        out = _out_shape(op)
+        oh, ow = out[2], out[3]
+        is_max = op.name == "graph.max_pool"
+        extra_h = max(0, (oh - 1) * sh + dh * (kh - 1) + 1 - (h + t + bt))
+        extra_w = max(0, (ow - 1) * sw + dw * (kw - 1) + 1 - (w + l + r))
+        fill_value = NEG_INF if is_max else 0.0
+        xp = em.pad(x, [0, 0, t, l], [0, 0, bt + extra_h, r + extra_w], fill_value)
+        window = em.empty((kh, kw))
+        xmap = [dim(0), dim(1), dim(2) * sh + dim(4) * dh, dim(3) * sw + dim(5) * dw]
+        init = em.fill(fill_value, out)
+
+        def body(b: Body, a: list[SSAValue]) -> SSAValue:
+            return b.max(a[2], a[0]) if is_max else b.add(a[2], a[0])
+
+        res = em.generic([xp, window], [xmap, [dim(4), dim(5)]], init, identity(4), "pppprr", body)
+        if is_max:
+            return [res]
+        include = _int(op, "count_include_pad", 0)
+
+        def counts(size: int, o: int, k: int, s: int, lo: int, hi: int) -> np.ndarray:
+            start = np.arange(o) * s - lo
+            end = start + k
+            lo_lim, hi_lim = (-lo, size + hi) if include else (0, size)
+            return (np.minimum(end, hi_lim) - np.maximum(start, lo_lim)).astype(np.float32)
+
+        div = np.outer(counts(h, oh, kh, sh, t, bt), counts(w, ow, kw, sw, l, r))
+        if np.all(div == div.flat[0]):
+            inv = float(1.0 / div.flat[0])
+            return [em.map_elementwise([res], out, lambda b, a: b.mul(a[0], b.f(inv)))]
+        recip = em.dense((1.0 / div).astype(np.float32))
+        return [
+            em.map_elementwise(
+                [res, recip], out, lambda b, a: b.mul(a[0], a[1]), [identity(4), [dim(2), dim(3)]]
+            )
+        ]
+
+
+# -- data movement ------------------------------------------------------------------------------
+
+
+class DataMovementLowering(_GraphLowering):
+    """Reshapes, transpose, concat, split, slice, gather, pad."""
+
+    ops = (
+        "graph.reshape", "graph.flatten", "graph.squeeze", "graph.unsqueeze",
+        "graph.transpose", "graph.concat", "graph.split", "graph.slice",
+        "graph.gather", "graph.pad",
+    )
+
+    def lower(self, op: Operation, em: Emitter) -> Sequence[SSAValue]:
+        x = op.operands[0]
+        s = shape_of(x)
+        n = op.name
+        if n in ("graph.reshape", "graph.flatten", "graph.squeeze", "graph.unsqueeze"):
+            return [em.reshape(x, _out_shape(op))]
+        if n == "graph.transpose":
+            perm = _ints(op, "perm", tuple(reversed(range(len(s)))))
+            inv = {p: j for j, p in enumerate(perm)}
+            xmap = [dim(inv[k]) for k in range(len(s))]
+            return [em.map_elementwise([x], _out_shape(op), lambda b, a: a[0], [xmap])]
+        if n == "graph.concat":
+            axis = _int(op, "axis", 0)
+            res = em.empty(_out_shape(op), elem_of(op.results[0]))
+            off = 0
+            for v in op.operands:
+                offs = [0] * len(s)
+                offs[axis] = off
+                res = em.insert_slice(v, res, offs)
+                off += shape_of(v)[axis]
+            return [res]
+        if n == "graph.split":
+            axis = _int(op, "axis", 0)
+            results = []
+            off = 0
+            for res in op.results:
+                rs = shape_of(res)
+                offs = [0] * len(s)
+                offs[axis] = off
+                results.append(em.extract_slice(x, offs, rs, [1] * len(s)))
+                off += rs[axis]
+            return results
+        if n == "graph.slice":
+            return [self._slice(op, em)]
+        if n == "graph.gather":
+            return [self._gather(op, em)]
+        if n == "graph.pad":
+            pads = _ints(op, "pads")
+            rank = len(s)
+            return [em.pad(x, pads[:rank], pads[rank:], _float(op, "value", 0.0))]
+        raise NotImplementedError(n)
+
+    @staticmethod
+    def _slice(op: Operation, em: Emitter) -> SSAValue:
+        x = op.operands[0]
+        rank = len(shape_of(x))
+        starts = _ints(op, "starts")
+        steps = _ints(op, "steps", (1,) * rank)
+        out = _out_shape(op)
+        if all(st > 0 for st in steps):
+            return em.extract_slice(x, starts, out, steps)
+        # negative steps: read x[start + step * i] (a negative map coefficient)
+        xmap = [dim(i) * st + cst(s0) for i, (s0, st) in enumerate(zip(starts, steps, strict=True))]
+        return em.map_elementwise([x], out, lambda b, a: a[0], [xmap])
+
+    @staticmethod
+    def _gather(op: Operation, em: Emitter) -> SSAValue:
+        data, idx = op.operands[0], op.operands[1]
+        ds, qs = shape_of(data), shape_of(idx)
+        axis = _int(op, "axis", 0)
+        q = len(qs)
+        out = _out_shape(op)
+        ity = elem_of(idx)
+        extent = ds[axis]
+
+        def body(b: Body, a: list[SSAValue]) -> SSAValue:
+            i = a[0]
+            zero = b.op(arith.ConstantOp(IntegerAttr(0, ity)))
+            neg = b.op(arith.CmpiOp(i, zero, "slt"))
+            wrapped = b.op(arith.AddiOp(i, b.op(arith.ConstantOp(IntegerAttr(extent, ity)))))
+            i = b.op(arith.IndexCastOp(b.select(neg, wrapped, i), IndexType()))
+            coords = [b.index(j) for j in range(axis)] + [i]
+            coords += [b.index(j - 1 + q) for j in range(axis + 1, len(ds))]
+            return b.op(tensor.ExtractOp(data, coords, elem_of(data)))
+
+        imap = [dim(axis + j) for j in range(q)]
+        init = em.empty(out, elem_of(data))
+        return em.generic([idx], [imap], init, identity(len(out)), "p" * len(out), body)
+
+
+PATTERNS: tuple[type[_GraphLowering], ...] = (
+    ConstantLowering,
+    ElementwiseLowering,
+    ForwardLowering,
+    ConvLowering,
+    MatmulLowering,
+    NormalizationLowering,
+    ReductionLowering,
+    PoolLowering,
+    DataMovementLowering,
+)
+
+
+@dataclass(frozen=True)
+class ConvertGraphToLinalgPass(ModulePass):
+    """Lower the graph level to the tensor level; fails loudly on any graph op it cannot lower."""
+
+    name = "convert-graph-to-linalg"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        PatternRewriteWalker(
+            GreedyRewritePatternApplier([p() for p in PATTERNS]), apply_recursively=False
+        ).rewrite_module(op)
+        region_dce(op.body)
+        left = sorted({o.name for o in op.walk() if o.name.startswith("graph.")})
+        if left:
+            raise DiagnosticException(f"convert-graph-to-linalg: no lowering for {left}")
+
+
+__all__ = ["PATTERNS", "ConvertGraphToLinalgPass"]

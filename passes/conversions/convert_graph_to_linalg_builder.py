@@ -1,0 +1,369 @@
+"""IR-building helpers for convert-graph-to-linalg.
+
+`Emitter` collects the tensor-level ops that replace one graph op, so each pattern reads like
+the math it implements; `Body` builds the scalar region of a linalg.generic. Everything here
+emits only the ops the TENSOR level contract allows (see levels.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from math import prod
+
+import numpy as np
+from xdsl.builder import Builder
+from xdsl.dialects import arith, math, tensor
+from xdsl.dialects.builtin import (
+    AffineMapAttr,
+    ArrayAttr,
+    BytesAttr,
+    DenseIntOrFPElementsAttr,
+    FloatAttr,
+    IntegerAttr,
+    IntegerType,
+    TensorType,
+    f32,
+    i64,
+)
+from xdsl.dialects.linalg.attrs import IteratorTypeAttr
+from xdsl.dialects.linalg.ops import FillOp, GenericOp, IndexOp, YieldOp
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.ir.affine import AffineExpr, AffineMap
+from xdsl.rewriter import InsertPoint
+
+Shape = tuple[int, ...]
+Exprs = Sequence[AffineExpr]
+
+NEG_INF = float("-inf")
+
+
+def dim(i: int) -> AffineExpr:
+    return AffineExpr.dimension(i)
+
+
+def cst(c: int) -> AffineExpr:
+    return AffineExpr.constant(c)
+
+
+def shape_of(value: SSAValue) -> Shape:
+    t = value.type
+    assert isinstance(t, TensorType), f"expected a ranked tensor, got {t}"
+    return tuple(t.get_shape())
+
+
+def elem_of(value: SSAValue) -> Attribute:
+    t = value.type
+    assert isinstance(t, TensorType)
+    return t.element_type
+
+
+def identity(rank: int, offset: int = 0) -> list[AffineExpr]:
+    return [dim(offset + i) for i in range(rank)]
+
+
+def broadcast_exprs(in_shape: Shape, out_shape: Shape) -> list[AffineExpr]:
+    """numpy broadcasting as a map: missing leading dims dropped, stretched size-1 dims -> 0."""
+    lead = len(out_shape) - len(in_shape)
+    return [
+        cst(0) if d == 1 and out_shape[lead + i] != 1 else dim(lead + i)
+        for i, d in enumerate(in_shape)
+    ]
+
+
+_NP_DTYPES = {32: np.int32, 64: np.int64, 8: np.int8, 1: np.bool_}
+
+
+def dense_to_numpy(attr: DenseIntOrFPElementsAttr) -> np.ndarray:
+    """Decode a dense attribute without going through Python floats (weights can be large)."""
+    t = attr.type
+    assert isinstance(t, TensorType)
+    et = t.element_type
+    if isinstance(et, IntegerType):
+        dtype = _NP_DTYPES[et.width.data]
+    elif et == f32:
+        dtype = np.float32
+    else:
+        dtype = np.float64
+    shape = tuple(t.get_shape())
+    data = np.frombuffer(attr.data.data, dtype=dtype)
+    if data.size == 1 and prod(shape) != 1:
+        return np.full(shape, data[0], dtype=dtype)
+    return data.reshape(shape).copy()
+
+
+def numpy_to_dense(arr: np.ndarray) -> DenseIntOrFPElementsAttr:
+    if arr.dtype == np.float32:
+        et: Attribute = f32
+    elif arr.dtype == np.int64:
+        et = i64
+    else:
+        raise NotImplementedError(f"dense constant of dtype {arr.dtype}")
+    t = TensorType(et, list(arr.shape))
+    return DenseIntOrFPElementsAttr(t, BytesAttr(np.ascontiguousarray(arr).tobytes()))
+
+
+def constant_value(value: SSAValue) -> np.ndarray | None:
+    """The numpy value of a tensor produced by graph.constant / arith.constant, else None."""
+    owner = value.owner
+    if not isinstance(owner, Operation) or owner.name not in ("graph.constant", "arith.constant"):
+        return None
+    attr = owner.properties.get("value", owner.attributes.get("value"))
+    if not isinstance(attr, DenseIntOrFPElementsAttr):
+        return None
+    return dense_to_numpy(attr)
+
+
+def reassociation(small: Shape, big: Shape) -> list[list[int]] | None:
+    """Group `big`'s dims into contiguous runs whose products are `small`'s dims (None if none)."""
+    if not small:
+        return [] if all(d == 1 for d in big) else None
+    groups: list[list[int]] = []
+    j = 0
+    for i, s in enumerate(small):
+        group: list[int] = []
+        p = 1
+        while j < len(big):
+            group.append(j)
+            p *= big[j]
+            j += 1
+            if p == s:
+                break
+            if p > s:
+                return None
+        if p != s or not group:
+            return None
+        if i == len(small) - 1:
+            while j < len(big) and big[j] == 1:
+                group.append(j)
+                j += 1
+        groups.append(group)
+    return groups if j == len(big) else None
+
+
+class Body:
+    """Builds the scalar body of a linalg.generic; methods return SSA values."""
+
+    def __init__(self, block: Block) -> None:
+        self.builder = Builder(InsertPoint.at_end(block))
+        self.args = list(block.args)
+
+    def op(self, op: Operation) -> SSAValue:
+        self.builder.insert(op)
+        return op.results[0]
+
+    def f(self, value: float) -> SSAValue:
+        return self.op(arith.ConstantOp(FloatAttr(value, f32)))
+
+    def add(self, a: SSAValue, b: SSAValue) -> SSAValue:
+        return self.op(arith.AddfOp(a, b))
+
+    def sub(self, a: SSAValue, b: SSAValue) -> SSAValue:
+        return self.op(arith.SubfOp(a, b))
+
+    def mul(self, a: SSAValue, b: SSAValue) -> SSAValue:
+        return self.op(arith.MulfOp(a, b))
+
+    def div(self, a: SSAValue, b: SSAValue) -> SSAValue:
+        return self.op(arith.DivfOp(a, b))
+
+    def max(self, a: SSAValue, b: SSAValue) -> SSAValue:
+        return self.op(arith.MaximumfOp(a, b))
+
+    def min(self, a: SSAValue, b: SSAValue) -> SSAValue:
+        return self.op(arith.MinimumfOp(a, b))
+
+    def neg(self, a: SSAValue) -> SSAValue:
+        return self.op(arith.NegfOp(a))
+
+    def exp(self, a: SSAValue) -> SSAValue:
+        return self.op(math.ExpOp(a))
+
+    def log(self, a: SSAValue) -> SSAValue:
+        return self.op(math.LogOp(a))
+
+    def sqrt(self, a: SSAValue) -> SSAValue:
+        return self.op(math.SqrtOp(a))
+
+    def tanh(self, a: SSAValue) -> SSAValue:
+        return self.op(math.TanhOp(a))
+
+    def erf(self, a: SSAValue) -> SSAValue:
+        return self.op(math.ErfOp(a))
+
+    def select(self, c: SSAValue, a: SSAValue, b: SSAValue) -> SSAValue:
+        return self.op(arith.SelectOp(c, a, b))
+
+    def cmpf(self, pred: str, a: SSAValue, b: SSAValue) -> SSAValue:
+        return self.op(arith.CmpfOp(a, b, pred))
+
+    def index(self, d: int) -> SSAValue:
+        return self.op(IndexOp(d))
+
+
+BodyFn = Callable[[Body, list[SSAValue]], SSAValue]
+
+
+class Emitter:
+    """Accumulates the ops replacing one graph op; the pattern inserts them all at once."""
+
+    def __init__(self) -> None:
+        self.ops: list[Operation] = []
+
+    def add(self, op: Operation) -> SSAValue:
+        self.ops.append(op)
+        return op.results[0]
+
+    # -- values -------------------------------------------------------------------------------
+
+    def empty(self, shape: Shape, elem: Attribute = f32) -> SSAValue:
+        return self.add(tensor.EmptyOp([], TensorType(elem, list(shape))))
+
+    def scalar(self, value: float) -> SSAValue:
+        return self.add(arith.ConstantOp(FloatAttr(value, f32)))
+
+    def dense(self, arr: np.ndarray) -> SSAValue:
+        return self.add(arith.ConstantOp(numpy_to_dense(arr)))
+
+    def fill(self, value: float, shape: Shape) -> SSAValue:
+        init = self.empty(shape)
+        c = self.scalar(value)
+        t = TensorType(f32, list(shape))
+        return self.add(FillOp([c], [init], [t]))
+
+    # -- linalg.generic -----------------------------------------------------------------------
+
+    def generic(
+        self,
+        inputs: Sequence[SSAValue],
+        input_maps: Sequence[Exprs],
+        init: SSAValue,
+        out_map: Exprs,
+        iterators: str,
+        body: BodyFn,
+    ) -> SSAValue:
+        """One linalg.generic; `iterators` is a string of 'p' / 'r', one per loop."""
+        n = len(iterators)
+        maps = [AffineMapAttr(AffineMap(n, 0, tuple(m))) for m in [*input_maps, out_map]]
+        iters = [
+            IteratorTypeAttr.parallel() if c == "p" else IteratorTypeAttr.reduction()
+            for c in iterators
+        ]
+        block = Block(arg_types=[elem_of(v) for v in [*inputs, init]])
+        b = Body(block)
+        result = body(b, list(block.args))
+        b.builder.insert(YieldOp(result))
+        return self.add(GenericOp(list(inputs), [init], Region(block), maps, iters, [init.type]))
+
+    def map_elementwise(
+        self,
+        inputs: Sequence[SSAValue],
+        out_shape: Shape,
+        body: BodyFn,
+        input_maps: Sequence[Exprs] | None = None,
+    ) -> SSAValue:
+        """A parallel generic over `out_shape`; inputs broadcast numpy-style unless maps given."""
+        if input_maps is None:
+            input_maps = [broadcast_exprs(shape_of(v), out_shape) for v in inputs]
+        rank = len(out_shape)
+        return self.generic(
+            inputs, input_maps, self.empty(out_shape), identity(rank), "p" * rank,
+            lambda b, a: body(b, a[: len(inputs)]),
+        )
+
+    def reduce(
+        self,
+        x: SSAValue,
+        axes: Sequence[int],
+        kind: str,
+        pre: Callable[[Body, SSAValue], SSAValue] | None = None,
+    ) -> SSAValue:
+        """Reduce `x` over `axes` ("sum" or "max"), dropping them; a total reduction gives (1,).
+
+        The (1,) case uses an extra unit loop so no output map needs a constant.
+        """
+        shape = shape_of(x)
+        rank = len(shape)
+        red = set(axes)
+        kept = [i for i in range(rank) if i not in red]
+        if kept:
+            out_shape: Shape = tuple(shape[i] for i in kept)
+            out_map = [dim(i) for i in kept]
+            iters = "".join("r" if i in red else "p" for i in range(rank))
+        else:
+            out_shape = (1,)
+            out_map = [dim(rank)]
+            iters = "r" * rank + "p"
+        init = self.fill(0.0 if kind == "sum" else NEG_INF, out_shape)
+
+        def body(b: Body, a: list[SSAValue]) -> SSAValue:
+            v = pre(b, a[0]) if pre is not None else a[0]
+            return b.add(a[1], v) if kind == "sum" else b.max(a[1], v)
+
+        return self.generic([x], [identity(rank)], init, out_map, iters, body)
+
+    @staticmethod
+    def reduced_exprs(rank: int, axes: Sequence[int]) -> list[AffineExpr]:
+        """How a `reduce` result is read back inside a loop nest over the full shape."""
+        kept = [dim(i) for i in range(rank) if i not in set(axes)]
+        return kept if kept else [cst(0)]
+
+    # -- data movement ------------------------------------------------------------------------
+
+    def extract_slice(
+        self, x: SSAValue, offsets: Sequence[int], sizes: Sequence[int], strides: Sequence[int]
+    ) -> SSAValue:
+        t = TensorType(elem_of(x), list(sizes))
+        return self.add(tensor.ExtractSliceOp(x, list(offsets), list(sizes), list(strides), t))
+
+    def insert_slice(
+        self, src: SSAValue, dest: SSAValue, offsets: Sequence[int],
+        strides: Sequence[int] | None = None,
+    ) -> SSAValue:
+        return self.add(
+            tensor.InsertSliceOp.from_static_parameters(
+                src, dest, list(offsets), list(shape_of(src)), list(strides) if strides else None
+            )
+        )
+
+    def pad(self, x: SSAValue, lows: Sequence[int], highs: Sequence[int], value: float) -> SSAValue:
+        """Constant padding: fill + insert_slice; negative pads crop first (extract_slice)."""
+        shape = shape_of(x)
+        if any(p < 0 for p in [*lows, *highs]):
+            offs = [max(0, -lo) for lo in lows]
+            sizes = [s - max(0, -lo) - max(0, -hi) for s, lo, hi in zip(shape, lows, highs, strict=True)]
+            x = self.extract_slice(x, offs, sizes, [1] * len(shape))
+            shape = tuple(sizes)
+            lows = [max(0, p) for p in lows]
+            highs = [max(0, p) for p in highs]
+        if not any(lows) and not any(highs):
+            return x
+        padded = tuple(s + lo + hi for s, lo, hi in zip(shape, lows, highs, strict=True))
+        return self.insert_slice(x, self.fill(value, padded), lows)
+
+    def _reshape_op(self, x: SSAValue, shape: Shape, groups: list[list[int]], expand: bool) -> SSAValue:
+        reassoc = ArrayAttr([ArrayAttr([IntegerAttr(i, i64) for i in g]) for g in groups])
+        t = TensorType(elem_of(x), list(shape))
+        if expand:
+            return self.add(tensor.ExpandShapeOp(x, [], reassoc, list(shape), t))
+        return self.add(
+            tensor.CollapseShapeOp.build(
+                operands=[x], result_types=[t], properties={"reassociation": reassoc}
+            )
+        )
+
+    def reshape(self, x: SSAValue, shape: Shape) -> SSAValue:
+        """One collapse or expand when the reassociation is simple, else collapse-to-1-D + expand."""
+        old = shape_of(x)
+        shape = tuple(shape)
+        if old == shape:
+            return x
+        if len(shape) < len(old) and (g := reassociation(shape, old)) is not None:
+            return self._reshape_op(x, shape, g, expand=False)
+        if len(shape) > len(old) and (g := reassociation(old, shape)) is not None:
+            return self._reshape_op(x, shape, g, expand=True)
+        n = prod(old)
+        flat = x if len(old) == 1 else self._reshape_op(x, (n,), [list(range(len(old)))], False)
+        if len(shape) == 1:
+            return flat
+        return self._reshape_op(flat, shape, [list(range(len(shape)))], expand=True)
+

@@ -1,0 +1,200 @@
+"""The graph dialect: builders infer result types, verifiers reject bad shapes, text round-trips."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from xdsl.context import Context
+from xdsl.dialects import arith, builtin, func
+from xdsl.dialects.builtin import ModuleOp, TensorType, f32, i64
+from xdsl.ir import Block, Region, SSAValue
+from xdsl.parser import Parser
+from xdsl.utils.exceptions import VerifyException
+
+from dialects import graph as g
+from dialects import graph_shapes as S
+
+
+def ctx() -> Context:
+    c = Context()
+    for d in (builtin.Builtin, func.Func, arith.Arith, g.Graph):
+        c.load_dialect(d)
+    return c
+
+
+def arg(*shape: int) -> SSAValue:
+    return Block(arg_types=[TensorType(f32, shape)]).args[0]
+
+
+def shape_of(op) -> tuple[int, ...]:
+    return tuple(op.results[0].type.get_shape())
+
+
+def test_every_op_has_pattern_kind_and_is_registered():
+    names = {op.name for op in g.Graph.operations}
+    assert len(names) == len(g.GRAPH_OPS) == 49
+    for op in g.GRAPH_OPS:
+        assert isinstance(op.pattern_kind, g.PatternKind), op.name
+    assert g.ConvOp.pattern_kind is g.PatternKind.OUT_FUSABLE
+    assert g.AddOp.pattern_kind is g.PatternKind.BROADCAST
+    assert g.ReluOp.pattern_kind is g.PatternKind.ELEMENTWISE
+    assert g.ReshapeOp.pattern_kind is g.PatternKind.INJECTIVE
+    assert g.ReduceSumOp.pattern_kind is g.PatternKind.REDUCTION
+    assert g.ConstantOp.pattern_kind is g.PatternKind.OPAQUE
+
+
+@pytest.mark.parametrize(
+    "build, expected",
+    [
+        (lambda: g.AddOp(arg(2, 1, 3), arg(4, 1)), (2, 4, 3)),
+        (lambda: g.ReluOp(arg(2, 3)), (2, 3)),
+        (lambda: g.ConvOp(arg(1, 3, 8, 8), arg(4, 3, 3, 3), None, strides=[2, 2],
+                          pads=[1, 1, 1, 1]), (1, 4, 4, 4)),
+        (lambda: g.ConvOp(arg(1, 8, 9, 9), arg(8, 1, 3, 3), arg(8), group=8,
+                          dilations=[2, 2]), (1, 8, 5, 5)),
+        (lambda: g.MatmulOp(arg(3), arg(5, 3, 4)), (5, 4)),
+        (lambda: g.MatmulOp(arg(2, 1, 4, 3), arg(5, 3, 6)), (2, 5, 4, 6)),
+        (lambda: g.GemmOp(arg(3, 2), arg(5, 3), arg(5), trans_a=1, trans_b=1), (2, 5)),
+        (lambda: g.MaxPoolOp(arg(1, 1, 5, 5), kernel=[2, 2], strides=[2, 2], ceil_mode=1),
+         (1, 1, 3, 3)),
+        (lambda: g.AvgPoolOp(arg(1, 1, 5, 5), kernel=[3, 3], pads=[1, 1, 1, 1]), (1, 1, 5, 5)),
+        (lambda: g.GlobalAvgPoolOp(arg(2, 3, 4, 5)), (2, 3, 1, 1)),
+        (lambda: g.ReduceMeanOp(arg(2, 3, 4), axes=[1], keepdims=0), (2, 4)),
+        (lambda: g.ReduceMaxOp(arg(2, 3, 4)), (1, 1, 1)),
+        (lambda: g.FlattenOp(arg(2, 3, 4), axis=2), (6, 4)),
+        (lambda: g.SqueezeOp(arg(1, 3, 1), axes=[0, 2]), (3,)),
+        (lambda: g.UnsqueezeOp(arg(3), axes=[0, 2]), (1, 3, 1)),
+        (lambda: g.TransposeOp(arg(2, 3, 4), perm=[2, 0, 1]), (4, 2, 3)),
+        (lambda: g.ConcatOp([arg(2, 3), arg(2, 5)], axis=1), (2, 8)),
+        (lambda: g.SliceOp(arg(8, 4), starts=[7, 0], ends=[-1, 4], steps=[-3, 2]), (3, 2)),
+        (lambda: g.PadOp(arg(2, 3), pads=[1, 0, 1, -1]), (4, 2)),
+        (lambda: g.LayerNormOp(arg(2, 3, 4), arg(4), None, axis=2), (2, 3, 4)),
+        (lambda: g.BatchNormOp(arg(1, 3, 2, 2), arg(3), arg(3), arg(3), arg(3)), (1, 3, 2, 2)),
+        (lambda: g.SoftmaxOp(arg(2, 3), axis=1), (2, 3)),
+        (lambda: g.ReshapeOp(arg(2, 3), [3, 2]), (3, 2)),
+        (lambda: g.ShapeOp(arg(2, 3, 4)), (3,)),
+    ],
+)
+def test_builder_infers_result_shape(build, expected):
+    op = build()
+    op.verify()
+    assert shape_of(op) == expected
+
+
+def test_split_gather_constant():
+    sp = g.SplitOp(arg(2, 6), axis=1, sizes=[1, 5])
+    sp.verify()
+    assert [tuple(r.type.get_shape()) for r in sp.results] == [(2, 1), (2, 5)]
+    idx = g.ConstantOp(np.array([[0, -1]]))
+    assert idx.results[0].type == TensorType(i64, [1, 2])
+    ga = g.GatherOp(arg(4, 5), idx, axis=1)
+    ga.verify()
+    assert shape_of(ga) == (4, 1, 2)
+
+
+def test_constant_value_roundtrip_fast_path():
+    a = np.random.default_rng(0).standard_normal((64, 3, 7, 7)).astype(np.float32)
+    op = g.ConstantOp(a)
+    np.testing.assert_array_equal(g.constant_value(op), a)
+    assert g.constant_value(g.ConstantOp(np.arange(5))).dtype == np.int64
+    scalar = g.ConstantOp(np.float32(2.5))
+    assert g.constant_value(scalar).shape == ()
+
+
+def test_parsed_splat_constant_value():
+    m = Parser(ctx(), "%0 = graph.constant dense<2.0> : tensor<2x3xf32>").parse_module()
+    (op,) = [o for o in m.walk() if isinstance(o, g.ConstantOp)]
+    np.testing.assert_array_equal(g.constant_value(op), np.full((2, 3), 2.0, np.float32))
+
+
+def test_defaults_are_filled():
+    op = g.LeakyReluOp(arg(3))
+    assert op.alpha.value.data == pytest.approx(0.01)
+    c = g.ClipOp(arg(3))
+    assert c.min.value.data == float("-inf") and c.max.value.data == float("inf")
+    conv = g.ConvOp(arg(1, 1, 3, 3), arg(1, 1, 1, 1), None)
+    assert tuple(conv.strides.get_values()) == (1, 1)
+    assert conv.group.value.data == 1
+
+
+@pytest.mark.parametrize(
+    "build, message",
+    [
+        (lambda: g.AddOp(arg(2, 3), arg(4)), "not broadcastable"),
+        (lambda: g.ConvOp(arg(1, 3, 8, 8), arg(4, 2, 3, 3), None), "input channels per group"),
+        (lambda: g.ConvOp(arg(1, 3, 8, 8), arg(4, 3, 3, 3), arg(5)), "bias must have shape"),
+        (lambda: g.ConvOp(arg(1, 3, 2, 2), arg(4, 3, 3, 3), None), "larger than padded"),
+        (lambda: g.MatmulOp(arg(2, 3), arg(4, 5)), "contraction mismatch"),
+        (lambda: g.GemmOp(arg(2, 3), arg(3, 4), arg(3, 3)), "does not broadcast"),
+        (lambda: g.SoftmaxOp(arg(2, 3), axis=-1), "normalized"),
+        (lambda: g.TransposeOp(arg(2, 3), perm=[1, 1]), "not a permutation"),
+        (lambda: g.SplitOp(arg(6), axis=0, sizes=[1, 2]), "do not add up"),
+        (lambda: g.SliceOp(arg(8), starts=[0], ends=[9], steps=[1]), "not normalized"),
+        (lambda: g.SliceOp(arg(8), starts=[0], ends=[8], steps=[0]), "step must not be 0"),
+        (lambda: g.ReduceSumOp(arg(2, 3), axes=[2]), "must be sorted"),
+        (lambda: g.ReduceSumOp(arg(2, 3), keepdims=2), "keepdims"),
+        (lambda: g.MaxPoolOp(arg(1, 1, 4, 4), kernel=[2, 2], pads=[-1, 0, 0, 0]),
+         "non-negative"),
+        (lambda: g.AvgPoolOp(arg(1, 1, 4, 4), kernel=[2, 2], count_include_pad=3),
+         "count_include_pad"),
+        (lambda: g.GeluOp(arg(3), approximate="fast"), "approximate"),
+        (lambda: g.CastOp(arg(3), to="f16"), "only cast"),
+        (lambda: g.LayerNormOp(arg(2, 3), arg(2), None, axis=1), "scale"),
+        (lambda: g.BatchNormOp(arg(1, 3, 2, 2), arg(2), arg(3), arg(3), arg(3)), "[3]"),
+        (lambda: g.FlattenOp(arg(2, 3), axis=3), "flatten axis"),
+        (lambda: g.PadOp(arg(2), pads=[1]), "pads must have 2 values"),
+    ],
+)
+def test_builder_rejects_bad_shapes(build, message):
+    with pytest.raises(S.ShapeError, match=None) as e:
+        build()
+    assert message in str(e.value)
+
+
+def test_verifier_rejects_wrong_result_type():
+    x = arg(2, 3)
+    op = g.ReluOp.create(operands=[x], result_types=[TensorType(f32, [3, 2])])
+    with pytest.raises(VerifyException, match="does not match inferred"):
+        op.verify()
+    r = g.ReshapeOp.create(operands=[x], result_types=[TensorType(f32, [7])])
+    with pytest.raises(VerifyException, match="element counts differ"):
+        r.verify()
+
+
+def test_verifier_rejects_non_f32_and_float_indices():
+    xi = Block(arg_types=[TensorType(i64, [3])]).args[0]
+    op = g.ExpOp.create(operands=[xi], result_types=[TensorType(f32, [3])])
+    with pytest.raises(VerifyException):
+        op.verify()
+    ga = g.GatherOp.create(operands=[arg(4), arg(2)], result_types=[TensorType(f32, [2])],
+                           properties={"axis": g.i64_attr(0)})
+    with pytest.raises(VerifyException):
+        ga.verify()
+
+
+def _module(ops, args, result) -> ModuleOp:
+    block = Block(arg_types=[a.type for a in args])
+    for old, new in zip(args, block.args, strict=True):
+        old.replace_all_uses_with(new)
+    block.add_ops([*ops, func.ReturnOp(result)])
+    return ModuleOp([func.FuncOp("main", ([a.type for a in block.args], [result.type]),
+                                 Region(block))])
+
+
+def test_print_parse_roundtrip():
+    x, w = arg(1, 3, 8, 8), arg(2, 3, 3, 3)
+    ops = []
+    ops.append(c := g.ConvOp(x, w, None, strides=[2, 2], pads=[1, 1, 1, 1]))
+    ops.append(k := g.ConstantOp(np.linspace(0, 1, 2, dtype=np.float32).reshape(2, 1, 1)))
+    ops.append(a := g.AddOp(c, k))
+    ops.append(cl := g.ClipOp(a, min=0.0, max=6.0))
+    ops.append(sp := g.SplitOp(cl, axis=1, sizes=[1, 1]))
+    ops.append(cc := g.ConcatOp(list(sp.results), axis=1))
+    ops.append(rm := g.ReduceMeanOp(cc, axes=[2, 3], keepdims=0))
+    module = _module(ops, [x, w], rm.results[0])
+    module.verify()
+    text = str(module)
+    assert "graph.conv" in text and "array<i64: 2, 2>" in text and "graph.split" in text
+    again = Parser(ctx(), text).parse_module()
+    again.verify()
+    assert str(again) == text
