@@ -231,12 +231,38 @@ class LoopNestGenerator:
                 op = vector.LoadOp(value, self.operand_indices(i, pos), VectorType(elem, [width]))
                 found = self.remember(key, self.b.insert(op).result)
             return found
-        lanes = []  # gather: one scalar load per lane
-        for lane in range(width):
-            p = list(pos)
-            p[self.v] = (pos[self.v][0], pos[self.v][1] + lane)
-            lanes.append(self.b.insert(memref.LoadOp.get(value, self.operand_indices(i, p))).res)
+        flat, first, step = self.flat_access(i, pos)  # gather: one scalar load per lane
+        lanes = [
+            self.b.insert(memref.LoadOp.get(flat, [self.offset_index(first, lane * step)])).res
+            for lane in range(width)
+        ]
         return self.build_vector(lanes, elem)
+
+    def flat_view(self, i: int) -> SSAValue:
+        """A 1-D view of operand i's whole buffer (reinterpret_cast), for per-lane accesses:
+        each lane then costs one add instead of a full multi-dimensional index."""
+        key = ("flat", i)
+        if key in self.consts:
+            return self.consts[key]
+        a = self.info.accesses[i]
+        extent = a.offset + sum((n - 1) * s for n, s in zip(a.shape, a.mem_strides)) + 1
+        mtype = MemRefType(a.value.type.element_type, [extent])  # type: ignore[attr-defined]
+        cast = memref.ReinterpretCastOp(a.value, [], [], [], [0], [extent], [1], mtype)
+        Builder(InsertPoint.before(self.anchor)).insert(cast)
+        self.consts[key] = cast.result
+        return cast.result
+
+    def flat_access(self, i: int, pos: Sequence[Pos]) -> tuple[SSAValue, SSAValue, int]:
+        """(flat view, linear index of lane 0, element step between lanes) of operand i at pos."""
+        a = self.info.accesses[i]
+        const = a.offset + sum(s * c for s, c in zip(a.mem_strides, a.consts))
+        first = self.index_expr(a.loop_strides, const, pos)
+        return self.flat_view(i), first, a.loop_strides[self.v]
+
+    def offset_index(self, base: SSAValue, offset: int) -> SSAValue:
+        if offset == 0:
+            return base
+        return self.pos_value((base, offset))
 
     def build_vector(self, lanes: Sequence[SSAValue], elem: Attribute) -> SSAValue:
         vec = self.splat(lanes[0], len(lanes))
@@ -252,11 +278,10 @@ class LoopNestGenerator:
         elif a.contiguous_along(self.v):
             self.b.insert(vector.StoreOp(value, a.value, self.operand_indices(i, pos)))
         else:  # scatter
+            flat, first, step = self.flat_access(i, pos)
             for lane in range(width):
-                p = list(pos)
-                p[self.v] = (pos[self.v][0], pos[self.v][1] + lane)
                 x = self.b.insert(vector.ExtractOp(value, [lane], value.type.element_type)).result  # type: ignore[attr-defined]
-                self.b.insert(memref.StoreOp.get(x, a.value, self.operand_indices(i, p)))
+                self.b.insert(memref.StoreOp.get(x, flat, [self.offset_index(first, lane * step)]))
 
     def splat(self, value: SSAValue, width: int) -> SSAValue:
         if width == 1 or isinstance(value.type, VectorType):

@@ -120,7 +120,12 @@ def element_ptr(
     ops: list[Operation] = []
     linear: SSAValue | None = None
     nsw = llvm.OverflowAttr([llvm.OverflowFlag.NO_SIGNED_WRAP])
+    offset = int(offset)
     for index, stride in zip(indices, strides, strict=True):
+        known = constant_int(index)
+        if known is not None:  # fold constant indices into the static offset: far fewer ops
+            offset += known * int(stride)  # type: ignore[arg-type]
+            continue
         term = index
         if stride != 1:
             c = const_int(int(stride))  # type: ignore[arg-type]
@@ -148,6 +153,20 @@ def element_ptr(
     gep = llvm.GEPOp(base, [llvm.GEP_USE_SSA_VAL], elem, ssa_indices=[linear], inbounds=True)
     ops.append(gep)
     return ops, gep.result
+
+
+def constant_int(value: SSAValue) -> int | None:
+    """The integer a value is known to hold (through conversion casts), or None."""
+    from xdsl.dialects import arith
+
+    owner = value.owner
+    while isinstance(owner, UnrealizedConversionCastOp) and len(owner.inputs) == 1:
+        owner = owner.inputs[0].owner
+    if isinstance(owner, arith.ConstantOp | llvm.ConstantOp):
+        attr = owner.value
+        if isinstance(attr, IntegerAttr):
+            return int(attr.value.data)
+    return None
 
 
 def element_size(type: Attribute) -> int:
