@@ -52,7 +52,8 @@ def make_context() -> Context:
 
     ctx = Context(allow_unregistered=False)
     for name, factory in get_all_dialects().items():
-        ctx.register_dialect(name, factory)
+        # llvm.extractelement & co. (xDSL lacks them) load with `llvm`
+        ctx.register_dialect(name, registry.llvm_with_extras if name == "llvm" else factory)
     for name, factory in registry.dialect_factories().items():
         if name not in ctx.registered_dialect_names:
             ctx.register_dialect(name, factory)

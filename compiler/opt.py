@@ -215,7 +215,7 @@ def _diag_from_exception(exc: BaseException, input_name: str) -> Diag:
 
 _EXPECT_RE = re.compile(
     r"//.*?expected-(error|warning|remark|note)(-re)?"
-    r"(?:@(above|below|unknown|[+-]?\d+))?\s*\{\{(.*)\}\}"
+    r"(?:\s*@(above|below|unknown|[+-]?\d+))?\s*\{\{(.*)\}\}"
 )
 
 
@@ -417,7 +417,11 @@ class ZigguratOptMain(xDSLOptMain):
     # -- registration ----------------------------------------------------------------------
 
     def register_all_dialects(self) -> None:
-        super().register_all_dialects()
+        from xdsl.universe import Universe
+
+        for name, factory in Universe.get_multiverse().all_dialects.items():
+            # llvm.extractelement & co. (xDSL lacks them): LLVM-level output must re-parse
+            self.ctx.register_dialect(name, registry.llvm_with_extras if name == "llvm" else factory)
         for name, factory in registry.dialect_factories().items():
             if name not in self.ctx.registered_dialect_names:
                 self.ctx.register_dialect(name, factory)

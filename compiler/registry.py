@@ -62,6 +62,13 @@ def get_pass(name: str) -> type[ModulePass]:
     return _lazy(PASSES[name])()  # type: ignore[return-value]
 
 
+def llvm_with_extras() -> Dialect:
+    """Factory for the `llvm` registration: xDSL's dialect plus dialects/llvm_extras.py's ops."""
+    from dialects.llvm_extras import llvm_with_extras as factory
+
+    return factory()
+
+
 def dialect_factories() -> dict[str, Callable[[], Dialect]]:
     return {name: _lazy(spec) for name, spec in DIALECTS.items()}  # type: ignore[misc]
 

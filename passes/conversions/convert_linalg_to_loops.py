@@ -32,6 +32,7 @@ from xdsl.dialects.builtin import (
     FloatAttr,
     IndexType,
     IntegerAttr,
+    IntegerType,
     MemRefType,
     ModuleOp,
     VectorType,
@@ -117,7 +118,7 @@ class LoopNestGenerator:
         if key not in self.consts:
             if isinstance(typ, VectorType):
                 attr: Attribute = DenseIntOrFPElementsAttr.from_list(typ, [value])
-            elif isinstance(typ, IndexType) or not hasattr(typ, "bitwidth") or "i" in str(typ):
+            elif isinstance(typ, IndexType | IntegerType):
                 attr = IntegerAttr(int(value), typ)  # type: ignore[arg-type]
             else:
                 attr = FloatAttr(float(value), typ)  # type: ignore[arg-type]

@@ -1,0 +1,115 @@
+// RUN: ziggurat-opt %s -p 'default-schedule{width=16}' | filecheck %s
+// RUN: ziggurat-opt %s -p 'default-schedule{width=8}' | filecheck %s --check-prefix=AVX2
+// The analytic default schedule of each kernel kind; `width` pins the vector width so the
+// output does not depend on the host CPU.
+
+// Matmul: vectorize j (B and C are contiguous along it, A is invariant), a register tile of
+// 8 rows x 2 vectors (16 accumulators), the reduction innermost.
+// CHECK-LABEL: func.func @matmul
+// CHECK:       sched.schedule = #sched.schedule<tile = [0, 0, 0], order = [0, 1, 2], unroll = [8, 32, 1], vector = 1, width = 16>
+// AVX2-LABEL:  func.func @matmul
+// AVX2:        sched.schedule = #sched.schedule<tile = [0, 0, 0], order = [0, 1, 2], unroll = [8, 16, 1], vector = 1, width = 8>
+func.func @matmul(%a: memref<64x128xf32>, %b: memref<128x64xf32>, %c: memref<64x64xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(i, j, k) -> (i, k)>, affine_map<(i, j, k) -> (k, j)>, affine_map<(i, j, k) -> (i, j)>], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %b : memref<64x128xf32>, memref<128x64xf32>) outs(%c : memref<64x64xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %m = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  }
+  func.return
+}
+
+// A large matmul: the vector loop is tiled for the cache (256) and so is the long reduction (512).
+// CHECK-LABEL: func.func @matmul_large
+// CHECK:       sched.schedule = #sched.schedule<tile = [0, 256, 512], order = [0, 1, 2], unroll = [8, 32, 1], vector = 1, width = 16>
+func.func @matmul_large(%a: memref<512x1024xf32>, %b: memref<1024x512xf32>, %c: memref<512x512xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(i, j, k) -> (i, k)>, affine_map<(i, j, k) -> (k, j)>, affine_map<(i, j, k) -> (i, j)>], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %b : memref<512x1024xf32>, memref<1024x512xf32>) outs(%c : memref<512x512xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %m = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  }
+  func.return
+}
+
+// A conv-like kernel (NCHW, 3x3 window): vectorize the output column x (8 lanes used of 16),
+// register-tile the output rows y, reductions (c, ky, kx) innermost.
+// CHECK-LABEL: func.func @conv
+// CHECK:       sched.schedule = #sched.schedule<tile = [0, 0, 0, 0, 0, 0, 0], order = [0, 1, 2, 3, 4, 5, 6], unroll = [1, 1, 8, 16, 1, 1, 1], vector = 3, width = 16>
+func.func @conv(%in: memref<1x8x10x10xf32>, %w: memref<16x8x3x3xf32>, %out: memref<1x16x8x8xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(n, f, y, x, c, ky, kx) -> (n, c, y + ky, x + kx)>, affine_map<(n, f, y, x, c, ky, kx) -> (f, c, ky, kx)>, affine_map<(n, f, y, x, c, ky, kx) -> (n, f, y, x)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]}
+      ins(%in, %w : memref<1x8x10x10xf32>, memref<16x8x3x3xf32>) outs(%out : memref<1x16x8x8xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %m = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  }
+  func.return
+}
+
+// Elementwise: vectorize the contiguous loop, 4 vectors per step, no reduction to tile.
+// CHECK-LABEL: func.func @relu
+// CHECK:       sched.schedule = #sched.schedule<tile = [0, 0], order = [0, 1], unroll = [1, 64], vector = 1, width = 16>
+// AVX2-LABEL:  func.func @relu
+// AVX2:        sched.schedule = #sched.schedule<tile = [0, 0], order = [0, 1], unroll = [1, 32], vector = 1, width = 8>
+func.func @relu(%x: memref<4x100xf32>, %y: memref<4x100xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]}
+      ins(%x : memref<4x100xf32>) outs(%y : memref<4x100xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %z = arith.constant 0.0 : f32
+    %r = arith.maximumf %in, %z : f32
+    linalg.yield %r : f32
+  }
+  func.return
+}
+
+// linalg.index on the contiguous loop j: j cannot be vector lanes, and the other loop would be
+// a gather, so the kernel stays scalar.
+// CHECK-LABEL: func.func @index_on_inner
+// CHECK:       sched.schedule = #sched.schedule<tile = [0, 0], order = [0, 1], unroll = [1, 1], vector = -1, width = 1>
+func.func @index_on_inner(%x: memref<8x32xf32>, %y: memref<8x32xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]}
+      ins(%x : memref<8x32xf32>) outs(%y : memref<8x32xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %j = linalg.index 1 : index
+    %c0 = arith.constant 0 : index
+    %z = arith.constant 0.0 : f32
+    %first = arith.cmpi eq, %j, %c0 : index
+    %r = arith.select %first, %z, %in : f32
+    linalg.yield %r : f32
+  }
+  func.return
+}
+
+// The same body on a transposed layout: loop i is contiguous and free of linalg.index, so it
+// is the vector loop (j, which the body indexes, stays scalar).
+// CHECK-LABEL: func.func @index_on_outer
+// CHECK:       sched.schedule = #sched.schedule<tile = [0, 0], order = [0, 1], unroll = [16, 1], vector = 0, width = 16>
+func.func @index_on_outer(%x: memref<32x16xf32>, %y: memref<32x16xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(i, j) -> (j, i)>, affine_map<(i, j) -> (j, i)>], iterator_types = ["parallel", "parallel"]}
+      ins(%x : memref<32x16xf32>) outs(%y : memref<32x16xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %j = linalg.index 1 : index
+    %c0 = arith.constant 0 : index
+    %z = arith.constant 0.0 : f32
+    %first = arith.cmpi eq, %j, %c0 : index
+    %r = arith.select %first, %z, %in : f32
+    linalg.yield %r : f32
+  }
+  func.return
+}
+
+// A kernel that already has a schedule keeps it.
+// CHECK-LABEL: func.func @scheduled
+// CHECK:       sched.schedule = #sched.schedule<tile = [0, 0], order = [1, 0], unroll = [2, 1], vector = -1, width = 1>
+func.func @scheduled(%x: memref<4x100xf32>, %y: memref<4x100xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]}
+      ins(%x : memref<4x100xf32>) outs(%y : memref<4x100xf32>)
+      attrs = {sched.schedule = #sched.schedule<tile = [0, 0], order = [1, 0], unroll = [2, 1], vector = -1, width = 1>} {
+  ^bb0(%in: f32, %out: f32):
+    linalg.yield %in : f32
+  }
+  func.return
+}

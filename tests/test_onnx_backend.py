@@ -1,0 +1,54 @@
+"""ONNX backend node tests (onnx.backend.test) of every supported operator, run through
+ziggurat's compiled machine code.
+
+Only the node tests of the supported operator families are collected; those listed in
+`onnx_backend.EXCLUDED` are skipped with the reason given there. Run one family with e.g.
+`pytest tests/test_onnx_backend.py -k conv`.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import unittest
+import warnings
+
+import onnx.backend.test
+from onnx_backend import EXCLUDED, FAMILIES, ZigguratBackend
+
+with warnings.catch_warnings():  # the loader's data generators warn about overflowing casts
+    warnings.simplefilter("ignore", RuntimeWarning)
+    backend_test = onnx.backend.test.BackendTest(ZigguratBackend, __name__)
+
+for _family in FAMILIES:
+    backend_test.include(_family)
+if not os.environ.get("ZIGGURAT_NO_EXCLUDE"):  # set to see what the excluded cases do today
+    for _pattern in EXCLUDED:
+        backend_test.exclude(_pattern)
+
+_INCLUDED = [re.compile(p) for p in FAMILIES]
+_EXCLUDED = [(re.compile(p), reason) for p, reason in EXCLUDED.items()]
+
+
+def _skip(reason: str):
+    @unittest.skip(reason)
+    def test(self):  # pragma: no cover - never runs
+        pass
+
+    return test
+
+
+for _name, _case in backend_test.test_cases.items():
+    # Only the node tests of the supported families on the CPU: drop everything else instead of
+    # reporting ~3700 skips; re-label excluded tests with their reason instead of their regex.
+    for _attr in [a for a in vars(_case) if a.startswith("test_")]:
+        if not _attr.endswith("_cpu") or not any(p.search(_attr) for p in _INCLUDED) or \
+                not _name.startswith("OnnxBackendNode"):
+            delattr(_case, _attr)
+            continue
+        if not os.environ.get("ZIGGURAT_NO_EXCLUDE"):
+            reason = next((r for p, r in _EXCLUDED if p.search(_attr)), None)
+            if reason is not None:
+                setattr(_case, _attr, _skip(reason))
+    if _name.startswith("OnnxBackendNode"):
+        globals()[_name] = _case
