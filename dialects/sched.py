@@ -48,8 +48,11 @@ class Schedule:
     def check(self, num_loops: int) -> None:
         """Raise ValueError when the schedule does not fit a kernel with `num_loops` loops."""
         n = num_loops
-        if not (len(self.tile) == len(self.order) == len(self.unroll) == n):
-            raise ValueError(f"schedule has {len(self.tile)} loops, the kernel has {n}")
+        lengths = (len(self.tile), len(self.order), len(self.unroll))
+        if len(set(lengths)) != 1:
+            raise ValueError(f"tile, order and unroll need one entry per loop (got {', '.join(map(str, lengths))})")
+        if lengths[0] != n:
+            raise ValueError(f"the schedule has {lengths[0]} loops, the kernel has {n}")
         if sorted(self.order) != list(range(n)):
             raise ValueError(f"order {list(self.order)} is not a permutation of {n} loops")
         if any(t < 0 for t in self.tile) or any(u < 1 for u in self.unroll):
