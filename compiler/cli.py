@@ -12,12 +12,21 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NoReturn
 
 EMIT_LEVELS = ("graph", "tensor", "loops", "llvm-dialect", "llvm-ir", "asm")
 
 
 class UsageError(Exception):
     """Bad command-line arguments (shape strings, files)."""
+
+
+class _ArgumentParser(argparse.ArgumentParser):
+    """argparse whose usage errors exit with 1 like every other user error (argparse uses 2)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(1, f"{self.prog}: error: {message}\n")
 
 
 def parse_input_shapes(specs: Sequence[str] | None) -> dict[str, list[int]]:
@@ -38,7 +47,10 @@ def parse_input_shapes(specs: Sequence[str] | None) -> dict[str, list[int]]:
 
 def _write(text: str, output: str | None) -> None:
     if output:
-        Path(output).write_text(text)
+        try:
+            Path(output).write_text(text)
+        except OSError as e:
+            raise UsageError(f"cannot write output file {output}: {e.strerror or e}") from None
     else:
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
 
@@ -66,11 +78,17 @@ def _load_npz(path: str) -> dict:
 
     if not Path(path).is_file():
         raise UsageError(f"inputs file not found: {path}")
-    try:
-        with np.load(path) as data:
+    try:  # allow_pickle=False: a text or object file must fail here, not ask to unpickle
+        data = np.load(path, allow_pickle=False)
+    except Exception:  # numpy raises several types for a bad archive
+        data = None
+    if not isinstance(data, np.lib.npyio.NpzFile):
+        raise UsageError(f"{path} is not a valid .npz archive (make one with numpy.savez(path, NAME=array, ...))")
+    with data:
+        try:
             return {k: data[k] for k in data.files}
-    except Exception as e:  # numpy raises several types for a bad archive
-        raise UsageError(f"{path} is not a valid .npz archive: {e}") from None
+        except Exception as e:
+            raise UsageError(f"{path} is not a valid .npz archive: {e}") from None
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -81,7 +99,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     feeds = _load_npz(args.inputs)
     model = compile_model(args.model, parse_input_shapes(args.input_shape), target=args.target)
     outputs = model.run(feeds)
-    np.savez(args.output, **outputs)
+    try:
+        np.savez(args.output, **outputs)
+    except OSError as e:
+        raise UsageError(f"cannot write output file {args.output}: {e.strerror or e}") from None
     for name, value in outputs.items():
         print(f"{name}: shape {list(value.shape)} -> {args.output}")
     return 0
@@ -197,7 +218,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="ziggurat", description="ziggurat: compile ONNX models to machine code")
+    p = _ArgumentParser(prog="ziggurat", description="ziggurat: compile ONNX models to machine code")
     sub = p.add_subparsers(dest="command", required=True)
 
     c = sub.add_parser("compile", help="print the program at one level")

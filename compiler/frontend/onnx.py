@@ -95,6 +95,11 @@ class Importer:
         assert isinstance(v.type, TensorType)
         return tuple(v.type.get_shape())
 
+    @staticmethod
+    def shape_of(v: SSAValue) -> tuple[int, ...]:
+        assert isinstance(v.type, TensorType)
+        return tuple(v.type.get_shape())
+
     def error(self, msg: str) -> FrontendError:
         node = self.node
         where = f"{node.op_type} node '{self.label}': " if node is not None else ""
@@ -184,6 +189,10 @@ class Importer:
                 for k, d in enumerate(dims):
                     if d.HasField("dim_value") and d.dim_value > 0:
                         shape.append(d.dim_value)
+                    elif d.HasField("dim_value") and d.dim_value == 0:
+                        raise FrontendError(
+                            f"input '{inp.name}' has a zero-size dimension {k}; zero-size "
+                            "tensors are not supported")
                     else:
                         sym = f" ('{d.dim_param}')" if d.dim_param else ""
                         raise FrontendError(
@@ -203,6 +212,9 @@ class Importer:
         except S.ShapeError as e:
             raise self.error(str(e)) from e
         for name, v in zip(node.output, outs, strict=False):
+            if isinstance(v, SSAValue) and 0 in self.shape_of(v):
+                raise self.error(f"output '{name}' would have the zero-size shape "
+                                 f"{list(self.shape_of(v))}; zero-size tensors are not supported")
             if name:
                 self.values[name] = v
                 if isinstance(v, SSAValue) and (h := _hint(name)) is not None:
@@ -397,10 +409,22 @@ def convert_softmax(imp: Importer, node: onnx.NodeProto) -> list[Value]:
 def convert_layer_norm(imp: Importer, node: onnx.NodeProto) -> list[Value]:
     a = attrs(node)
     rank = len(imp.shape(node.input[0]))
+    axis = S.normalize_axis(a.get("axis", -1), rank)
+    eps = a.get("epsilon", 1e-5)
     bias = imp.value(node.input[2]) if imp.has(node, 2) else None
-    return _res(imp.emit(g.LayerNormOp(imp.value(node.input[0]), imp.value(node.input[1]), bias,
-                                       axis=S.normalize_axis(a.get("axis", -1), rank),
-                                       epsilon=a.get("epsilon", 1e-5))))
+    x = imp.value(node.input[0])
+    outs = _res(imp.emit(g.LayerNormOp(x, imp.value(node.input[1]), bias, axis=axis,
+                                       epsilon=eps)))
+    if any(node.output[1:3]):
+        # the optional Mean and InvStdDev outputs (reduced dims kept as 1), from graph ops
+        axes = list(range(axis, rank))
+        mean = imp.emit(g.ReduceMeanOp(x, axes=axes, keepdims=1))
+        d = imp.emit(g.SubOp(x, mean))
+        var = imp.emit(g.ReduceMeanOp(imp.emit(g.MulOp(d, d)), axes=axes, keepdims=1))
+        eps_c = imp.emit(g.ConstantOp(np.asarray(eps, dtype=np.float32)))
+        inv = imp.emit(g.ReciprocalOp(imp.emit(g.SqrtOp(imp.emit(g.AddOp(var, eps_c))))))
+        outs += [mean.results[0], inv.results[0]]
+    return outs
 
 
 @converter("BatchNormalization")

@@ -174,7 +174,9 @@ def _unary_body(op: Operation) -> Callable[[Body, SSAValue], SSAValue]:
         )
     if n == "graph.leaky_relu":
         alpha = _float(op, "alpha", 0.01)
-        return lambda b, x: b.select(b.cmpf("olt", x, b.f(0.0)), b.mul(x, b.f(alpha)), x)
+        # max(x, 0) + alpha * min(x, 0), not select(x < 0, ...): xDSL's arith.cmpf verifies only
+        # scalar i1 results, so a compare in the body breaks once the loop is vectorized.
+        return lambda b, x: b.add(b.max(x, b.f(0.0)), b.mul(b.f(alpha), b.min(x, b.f(0.0))))
     if n == "graph.clip":
         lo, hi = _float(op, "min", NEG_INF), _float(op, "max", float("inf"))
 

@@ -335,7 +335,9 @@ class LoopNestGenerator:
             operands = [env.get(x, x) for x in op.operands]
             vec = width > 1 and any(isinstance(x.type, VectorType) for x in operands)
             if vec:
-                operands = [self.widen(x, width) for x in operands]
+                # a scalar select condition picks whole vectors: keep it scalar
+                keep = {0} if isinstance(op, arith.SelectOp) else set()
+                operands = [x if k in keep else self.widen(x, width) for k, x in enumerate(operands)]
             result_types = [
                 VectorType(r.type, [width]) if vec else r.type for r in op.results
             ]

@@ -35,6 +35,8 @@ class VectorizePass(ModulePass):
             raise ValueError(f"loop {self.dim} cannot be vectorized (a reduction, or an index/gather in the body)")
         width = self.width or host_vector_width()
         unroll = list(s.unroll)
+        if s.vector >= 0 and s.vector != self.dim:  # the old vector loop's tile counted elements
+            unroll[s.vector] = max(1, unroll[s.vector] // s.width)
         unroll[self.dim] = max(width, -(-unroll[self.dim] // width) * width)
         return replace(s, vector=self.dim, width=width, unroll=tuple(unroll))
 

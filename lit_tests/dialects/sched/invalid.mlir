@@ -15,8 +15,7 @@ func.func @order_out_of_range() attributes {s = #sched.schedule<tile = [0, 0], o
 
 // -----
 
-// (the message names the lengths; only its stable prefix is checked)
-// expected-error@+1 {{invalid #sched.schedule: schedule has}}
+// expected-error@+1 {{invalid #sched.schedule: tile, order and unroll need one entry per loop (got 2, 2, 3)}}
 func.func @mismatched_lengths() attributes {s = #sched.schedule<tile = [0, 0], order = [0, 1], unroll = [1, 1, 1], vector = -1, width = 1>} {
   func.return
 }

@@ -184,3 +184,26 @@ def test_bad_schedules_are_reported(passes: list[str], message: str) -> None:
     module = Parser(ctx, matmul_src(8, 8, 8)).parse_module()
     with pytest.raises(CompileError, match=message.replace("(", r"\(").replace(")", r"\)")):
         run_passes(ctx, module, passes)
+
+
+def test_select_on_scalar_condition_in_vector_code() -> None:
+    """A select whose condition depends on a non-vector loop stays a scalar-condition select."""
+    src = """
+func.func @kernel(%x: memref<8x32xf32>, %y: memref<8x32xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]}
+      ins(%x : memref<8x32xf32>) outs(%y : memref<8x32xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %i = linalg.index 0 : index
+    %c0 = arith.constant 0 : index
+    %z = arith.constant 0.0 : f32
+    %first = arith.cmpi eq, %i, %c0 : index
+    %r = arith.select %first, %z, %in : f32
+    linalg.yield %r : f32
+  }
+  func.return
+}"""
+    x = RNG.standard_normal((8, 32)).astype(np.float32)
+    got = run_kernel(src, ["default-schedule{width=16}"], [x], (8, 32))
+    ref = x.copy()
+    ref[0] = 0
+    np.testing.assert_array_equal(got, ref)
