@@ -82,7 +82,8 @@ class Importer:
         v = self.lookup(name)
         if isinstance(v, SSAValue):
             return v
-        arr = v.astype(dtype) if dtype is not None and np.issubdtype(v.dtype, np.number) else v
+        numeric = np.issubdtype(v.dtype, np.number) or v.dtype == np.bool_
+        arr = v.astype(dtype) if dtype is not None and numeric else v
         op = self.emit(g.ConstantOp(arr))
         if (h := _hint(name)) is not None:
             op.results[0].name_hint = h
@@ -126,6 +127,12 @@ class Importer:
             self._convert(node)
         self.node = None
         results = [self.value(o.name) for o in self.graph.output]
+        for o, r in zip(self.graph.output, results, strict=True):
+            # the compiled signature is float32 only: any other result type would make the
+            # caller's output buffer too small (or wrongly typed)
+            if not isinstance(r.type, TensorType) or r.type.element_type != f32:
+                raise FrontendError(f"model output '{o.name}' has type {r.type}; only float32 "
+                                    "outputs are supported")
         self.emit(func.ReturnOp(*results))
 
         def names(ns: Sequence[str]) -> ArrayAttr[DictionaryAttr]:
@@ -322,6 +329,14 @@ def convert_cast(imp: Importer, node: onnx.NodeProto) -> list[Value]:
 
 @converter("Dropout")
 def convert_dropout(imp: Importer, node: onnx.NodeProto) -> list[Value]:
+    if imp.has(node, 2):  # opset 12+: training_mode input; inference (identity) unless true
+        training = bool(imp.const_input(node, 2, "training_mode").reshape(-1)[0])
+        ratio = float(imp.const_input(node, 1, "ratio").reshape(-1)[0]) if imp.has(
+            node, 1) else 0.5
+        if training and ratio != 0.0:
+            raise imp.error("training_mode=1 (random dropout) is not supported (inference only)")
+    if len(node.output) > 1 and node.output[1]:
+        raise imp.error("the mask output is not supported")
     return _res(imp.emit(g.DropoutOp(imp.value(node.input[0]))))
 
 

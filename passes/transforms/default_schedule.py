@@ -47,16 +47,23 @@ def vectorizable_along(info: KernelInfo, d: int) -> bool:
     """Whether the body can run with loop d as vector lanes (elementwise ops only)."""
     if info.iterators[d] != "parallel":
         return False
-    for op in info.op.body.block.ops:
+    block = info.op.body.block
+    varying = set(block.args)  # values that differ between lanes
+    for op in block.ops:
         if isinstance(op, linalg.IndexOp) and op.dim.value.data == d:
             return False
         if isinstance(op, linalg.YieldOp | linalg.IndexOp):
             continue
-        if op.dialect_name() not in ("arith", "math"):
+        if op.dialect_name() not in ("arith", "math") or isinstance(op, arith.IndexCastOp):
             return False
-        if isinstance(op, arith.IndexCastOp):
+        lane_dependent = any(x in varying for x in op.operands)
+        # xDSL 0.74's arith.cmpf/cmpi type a vector comparison as a scalar i1 (and llvm.fcmp
+        # takes no vectors), so a comparison of lane values keeps the kernel scalar
+        if lane_dependent and isinstance(op, arith.CmpfOp | arith.CmpiOp):
             return False
-    return not isinstance(info.output.value.type, type(None))
+        if lane_dependent:
+            varying.update(op.results)
+    return True
 
 
 def _divisor_at_most(n: int, limit: int) -> int:

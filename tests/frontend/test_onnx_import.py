@@ -224,6 +224,15 @@ def test_layer_norm():
     assert op.epsilon.value.data == pytest.approx(1e-3)
 
 
+def test_layer_norm_mean_and_inv_std_dev_outputs():
+    # the optional outputs are built from graph ops; reduced dims are kept as 1
+    m = imp([node("LayerNormalization", ["x", "s"], ["y", "mean", "isd"], axis=1)],
+            {"x": [2, 3, 4]}, outputs=("y", "mean", "isd"), inits={"s": np.ones((3, 4), np.float32)})
+    assert out_shapes(m) == [(2, 3, 4), (2, 1, 1), (2, 1, 1)]
+    assert names(m) == ["graph.layer_norm", "graph.reduce_mean", "graph.sub", "graph.mul",
+                        "graph.reduce_mean", "graph.add", "graph.sqrt", "graph.reciprocal"]
+
+
 def test_batch_norm():
     p = np.ones(3, np.float32)
     m = imp([node("BatchNormalization", ["x", "s", "b", "m", "v"], epsilon=1e-3)],
@@ -465,6 +474,37 @@ def test_non_float_input():
     with pytest.raises(FrontendError,
                        match="model input 'x' has element type INT64; only float32 inputs"):
         import_onnx(model([node("Relu", ["x"])], {"x": [2]}, in_type=TensorProto.INT64))
+
+
+def test_zero_size_input():
+    with pytest.raises(FrontendError, match="input 'x' has a zero-size dimension 1"):
+        import_onnx(model([node("Relu", ["x"])], {"x": [2, 0]}))
+
+
+def test_zero_size_result():
+    # used to crash later (ZeroDivisionError while building the loop nest)
+    with pytest.raises(FrontendError, match=r"Slice node 'slice_0': output 'y' would have the "
+                                            r"zero-size shape \[0, 3\]"):
+        import_onnx(model([node("Slice", ["x", "st", "en"])], {"x": [4, 3]},
+                          inits={"st": np.array([5]), "en": np.array([9])}))
+
+
+def test_constant_outputs_are_float32():
+    # a bool (or int) constant output used to keep its type, so the float32 output buffer the
+    # caller allocates was too small and the compiled code wrote past its end
+    m = imp([node("Identity", ["c"])], {}, inits={"c": np.array([True, False, True])})
+    fn = the(m, func.FuncOp)
+    assert str(fn.function_type.outputs.data[0]) == "tensor<3xf32>"
+
+
+def test_dropout_training_mode():
+    # used to be imported as an identity, silently wrong
+    inits = {"r": np.array(0.5, np.float32), "t": np.array(True)}
+    with pytest.raises(FrontendError, match="training_mode=1 .* not supported"):
+        import_onnx(model([node("Dropout", ["x", "r", "t"])], {"x": [2, 3]}, inits=inits))
+    inits["r"] = np.array(0.0, np.float32)  # ratio 0: the identity even in training mode
+    assert names(imp([node("Dropout", ["x", "r", "t"])], {"x": [2, 3]}, inits=inits)) == [
+        "graph.dropout"]
 
 
 def test_non_constant_attribute_input():

@@ -167,6 +167,19 @@ def test_unary(name: str, attrs: dict, ref: Callable) -> None:
     check(y, ref(x.astype(np.float64)))
 
 
+def test_leaky_relu_body_vectorizes() -> None:
+    # regression: `select(cmpf(x < 0), ...)` in the body became `arith.cmpf` on vectors once the
+    # loop was vectorized, which xDSL 0.74's cmpf (scalar i1 result only) rejects; min/max do not
+    from compiler.model import compile_module
+
+    x = rand(3, 4, 5, lo=-2.0, hi=2.0)
+    m = lower(build([x], lambda b, a: one(b, g.LeakyReluOp(a[0], alpha=0.1))))
+    assert not [op for op in m.walk() if op.name == "arith.cmpf"]
+    compiled = compile_module(build([x], lambda b, a: one(b, g.LeakyReluOp(a[0], alpha=0.1))))
+    (y,) = compiled.run({"in0": x}).values()
+    check(y, np.where(x < 0, 0.1 * x, x))
+
+
 @pytest.mark.parametrize("name", ["IdentityOp", "DropoutOp", "CastOp"])
 def test_forwarding(name: str) -> None:
     x = rand(2, 3)

@@ -207,3 +207,22 @@ func.func @kernel(%x: memref<8x32xf32>, %y: memref<8x32xf32>) {
     ref = x.copy()
     ref[0] = 0
     np.testing.assert_array_equal(got, ref)
+
+
+def test_compare_of_lane_values_stays_scalar() -> None:
+    """cmpf on vector values is not expressible in xDSL 0.74: such kernels are scheduled scalar."""
+    src = """
+func.func @kernel(%x: memref<5x40xf32>, %y: memref<5x40xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]}
+      ins(%x : memref<5x40xf32>) outs(%y : memref<5x40xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %z = arith.constant 0.0 : f32
+    %neg = arith.cmpf olt, %in, %z : f32
+    %r = arith.select %neg, %z, %in : f32
+    linalg.yield %r : f32
+  }
+  func.return
+}"""
+    x = RNG.standard_normal((5, 40)).astype(np.float32)
+    got = run_kernel(src, ["default-schedule{width=16}"], [x], (5, 40))
+    np.testing.assert_array_equal(got, np.maximum(x, 0))
