@@ -25,26 +25,10 @@ from xdsl.utils.exceptions import DiagnosticException, VerifyException
 
 from compiler import registry
 from compiler.errors import CompileError, InputError
+from compiler.pipelines import LEVEL_PASSES
 
 LEVELS = ("graph", "tensor", "loops", "llvm-dialect")
 """IR levels in lowering order; `llvm-ir` and `asm` come from the backend after the last one."""
-
-LEVEL_PASSES: dict[str, list[str]] = {
-    "tensor": ["convert-graph-to-linalg"],
-    "loops": ["bufferize", "outline-kernels", "default-schedule", "convert-linalg-to-loops"],
-    "llvm-dialect": [
-        "convert-scf-to-cf",
-        "convert-vector-to-llvm",
-        "convert-memref-to-llvm",
-        "convert-math-to-llvm",
-        "convert-arith-to-llvm",
-        "convert-index-to-llvm",
-        "convert-cf-to-llvm",
-        "convert-func-to-llvm",
-        "reconcile-unrealized-casts",
-    ],
-}
-
 
 def make_context() -> Context:
     """A context with every xDSL dialect and ours, loaded lazily."""

@@ -8,26 +8,27 @@ from __future__ import annotations
 
 from xdsl.utils.arg_spec import ArgSpec, parse_pipeline
 
+LEVEL_PASSES: dict[str, list[str]] = {
+    # each level's passes, from the one above (levels: graph -> tensor -> loops -> llvm-dialect);
+    # `ziggurat compile --emit LEVEL` and compiler/model.py stop after a level
+    "tensor": ["convert-graph-to-linalg"],
+    "loops": ["bufferize", "outline-kernels", "default-schedule", "convert-linalg-to-loops"],
+    "llvm-dialect": [
+        "convert-scf-to-cf",
+        "convert-vector-to-llvm",
+        "convert-memref-to-llvm",
+        "convert-math-to-llvm",
+        "convert-arith-to-llvm",
+        "convert-index-to-llvm",
+        "convert-cf-to-llvm",
+        "convert-func-to-llvm",
+        "reconcile-unrealized-casts",
+    ],
+}
+
 PIPELINES: dict[str, str] = {
-    # levels.md: graph -> tensor -> buffers -> loops -> llvm (then compiler/backends/llvm_cpu.py)
-    "cpu-default": ",".join(
-        [
-            "convert-graph-to-linalg",
-            "bufferize",
-            "outline-kernels",
-            "default-schedule",
-            "convert-linalg-to-loops",
-            "convert-scf-to-cf",
-            "convert-vector-to-llvm",
-            "convert-memref-to-llvm",
-            "convert-math-to-llvm",
-            "convert-arith-to-llvm",
-            "convert-index-to-llvm",
-            "convert-cf-to-llvm",
-            "convert-func-to-llvm",
-            "reconcile-unrealized-casts",
-        ]
-    ),
+    # graph -> tensor -> buffers -> loops -> llvm (then compiler/backends/llvm_cpu.py)
+    "cpu-default": ",".join(p for level in LEVEL_PASSES.values() for p in level),
     # Cleanups that every level tolerates; handy after a hand-written transform.
     "cleanup": "canonicalize,cse,dce",
 }
