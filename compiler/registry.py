@@ -39,6 +39,11 @@ PASSES: dict[str, str] = {
     "convert-index-to-llvm": "passes.conversions.convert_index_to_llvm:ConvertIndexToLLVMPass",
     "convert-cf-to-llvm": "passes.conversions.convert_cf_to_llvm:ConvertCfToLLVMPass",
     "convert-func-to-llvm": "passes.conversions.convert_func_to_llvm:ConvertFuncToLLVMPass",
+    # graph-level optimizations
+    "fold-constants": "passes.transforms.fold_constants:FoldConstantsPass",
+    "fold-batchnorm": "passes.transforms.fold_batchnorm:FoldBatchnormPass",
+    "simplify": "passes.transforms.simplify:SimplifyPass",
+    "fuse-ops": "passes.transforms.fuse_ops:FuseOpsPass",
     # same-level transforms
     "bufferize": "passes.transforms.bufferize:BufferizePass",
     "outline-kernels": "passes.transforms.outline_kernels:OutlineKernelsPass",
