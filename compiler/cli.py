@@ -56,17 +56,23 @@ def _write(text: str, output: str | None) -> None:
 
 
 def cmd_compile(args: argparse.Namespace) -> int:
-    from compiler.model import import_model, lower
+    from compiler.model import compile_report, import_model, lower
 
     t0 = time.perf_counter()
-    module = import_model(args.model, parse_input_shapes(args.input_shape))
+    shapes = parse_input_shapes(args.input_shape)
+    optimize = not args.no_graph_opt
+    if args.report:
+        print(json.dumps(compile_report(_model_arg(args.model), shapes, optimize=optimize), indent=2))
+        if not args.output:
+            return 0
+    module = import_model(_model_arg(args.model), shapes)
     if args.emit in ("graph", "tensor", "loops", "llvm-dialect"):
-        lower(module, args.emit)
+        lower(module, args.emit, optimize=optimize)
         _write(str(module), args.output)
     else:
         from compiler.backends.llvm_cpu import compile_to_asm, compile_to_llvm_ir
 
-        lower(module, "llvm-dialect")
+        lower(module, "llvm-dialect", optimize=optimize)
         _write(compile_to_llvm_ir(module) if args.emit == "llvm-ir" else compile_to_asm(module), args.output)
     if args.verbose:
         print(f"compiled in {time.perf_counter() - t0:.2f} s", file=sys.stderr)
@@ -97,7 +103,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     from compiler.model import compile_model
 
     feeds = _load_npz(args.inputs)
-    model = compile_model(args.model, parse_input_shapes(args.input_shape), target=args.target)
+    model = compile_model(
+        args.model, parse_input_shapes(args.input_shape), target=args.target, optimize=not args.no_graph_opt
+    )
     outputs = model.run(feeds)
     try:
         np.savez(args.output, **outputs)
@@ -129,7 +137,7 @@ def _time(fn, min_seconds: float = 1.0, min_runs: int = 5) -> float:
     return best
 
 
-def bench_model(model_path_or_proto, threads: int = 1, seconds: float = 1.0) -> dict:
+def bench_model(model_path_or_proto, threads: int = 1, seconds: float = 1.0, optimize: bool = True) -> dict:
     """Compile, check and time a model against onnxruntime in the same run."""
     import numpy as np
     import onnx
@@ -139,7 +147,7 @@ def bench_model(model_path_or_proto, threads: int = 1, seconds: float = 1.0) -> 
 
     proto = model_path_or_proto if isinstance(model_path_or_proto, onnx.ModelProto) else onnx.load(str(model_path_or_proto))
     t0 = time.perf_counter()
-    compiled = compile_model(proto)
+    compiled = compile_model(proto, optimize=optimize)
     compile_s = time.perf_counter() - t0
     feeds = zoo.random_inputs(proto)
     sess = _ort_session(proto.SerializeToString(), threads)
@@ -227,6 +235,8 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("-o", "--output")
     c.add_argument("--input-shape", action="append", metavar="NAME=1x3x224x224")
     c.add_argument("-v", "--verbose", action="store_true")
+    c.add_argument("--report", choices=["json"], help="print kernel, fusion, memory and compile-time figures")
+    c.add_argument("--no-graph-opt", action="store_true", help="skip folding and fusion (one kernel per operator)")
     c.set_defaults(fn=cmd_compile)
 
     r = sub.add_parser("run", help="run a model on inputs from an .npz file")
@@ -235,6 +245,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--output", required=True)
     r.add_argument("--target", default="cpu", choices=["cpu"])
     r.add_argument("--input-shape", action="append", metavar="NAME=1x3x224x224")
+    r.add_argument("--no-graph-opt", action="store_true", help="skip folding and fusion")
     r.set_defaults(fn=cmd_run)
 
     b = sub.add_parser("bench", help="time ziggurat and onnxruntime in the same run")

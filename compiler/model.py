@@ -77,10 +77,21 @@ def run_passes(ctx: Context, module: ModuleOp, specs: list[str], verify_each: bo
         raise CompileError(f"pass '{name}' failed: {e}") from e
 
 
-def lower(module: ModuleOp, level: str, ctx: Context | None = None, timings: dict[str, float] | None = None) -> ModuleOp:
-    """Lower a graph-level module in place down to `level` (one of LEVELS)."""
+def lower(
+    module: ModuleOp,
+    level: str,
+    ctx: Context | None = None,
+    timings: dict[str, float] | None = None,
+    optimize: bool = True,
+) -> ModuleOp:
+    """Lower a freshly imported graph-level module in place down to `level` (one of LEVELS).
+
+    With `optimize`, the graph-level passes (folding, simplification, fusion) run first.
+    """
     ctx = ctx or make_context()
-    for lvl in LEVELS[1 : LEVELS.index(level) + 1]:
+    for lvl in LEVELS[: LEVELS.index(level) + 1]:
+        if lvl == "graph" and not optimize:
+            continue
         t0 = time.perf_counter()
         run_passes(ctx, module, LEVEL_PASSES[lvl])
         if timings is not None:
@@ -174,13 +185,13 @@ class CompiledModel:
         return lambda: fn(*args, *outs)
 
 
-def compile_module(module: ModuleOp, ctx: Context | None = None) -> CompiledModel:
-    """Compile a graph-level module to a runnable CompiledModel."""
+def compile_module(module: ModuleOp, ctx: Context | None = None, optimize: bool = False) -> CompiledModel:
+    """Compile a graph-level module to a runnable CompiledModel (as it is, unless `optimize`)."""
     from compiler.backends.llvm_cpu import compile_module as compile_llvm
 
     timings: dict[str, float] = {}
     ins, outs = _signature(module)
-    lower(module, "llvm-dialect", ctx, timings)
+    lower(module, "llvm-dialect", ctx, timings, optimize=optimize)
     t0 = time.perf_counter()
     program = compile_llvm(module)
     timings["machine-code"] = time.perf_counter() - t0
@@ -188,17 +199,72 @@ def compile_module(module: ModuleOp, ctx: Context | None = None) -> CompiledMode
 
 
 def compile_model(
-    model: str | Path | Any, input_shapes: Mapping[str, list[int]] | None = None, target: str = "cpu"
+    model: str | Path | Any,
+    input_shapes: Mapping[str, list[int]] | None = None,
+    target: str = "cpu",
+    optimize: bool = True,
 ) -> CompiledModel:
-    """Import an ONNX model (path or ModelProto) and compile it for `target`."""
+    """Import an ONNX model (path or ModelProto) and compile it for `target`.
+
+    `optimize=False` skips the graph-level passes (folding, fusion): one kernel per operator.
+    """
     if target != "cpu":
         raise CompileError(f"unknown target '{target}' (available: cpu)")
     t0 = time.perf_counter()
     module = import_model(model, input_shapes)
     t_import = time.perf_counter() - t0
-    compiled = compile_module(module)
-    compiled.timings = {"graph": t_import, **compiled.timings}
+    compiled = compile_module(module, optimize=optimize)
+    compiled.timings = {"import": t_import, **compiled.timings}
     return compiled
 
 
-__all__ = ["CompiledModel", "compile_model", "compile_module", "lower", "make_context"]
+def compile_report(
+    model: str | Path | Any, input_shapes: Mapping[str, list[int]] | None = None, optimize: bool = True
+) -> dict[str, Any]:
+    """What `ziggurat compile --report json` prints: kernels, fusion and memory figures, and the
+    compile time of each level, from one full compilation to machine code."""
+    from xdsl.dialects.builtin import DictionaryAttr, IntegerAttr
+
+    from compiler.backends.llvm_cpu import compile_module as compile_llvm
+
+    timings: dict[str, float] = {}
+    t0 = time.perf_counter()
+    module = import_model(model, input_shapes)
+    timings["import"] = time.perf_counter() - t0
+    ctx = make_context()
+    lower(module, "graph", ctx, timings, optimize=optimize)
+    ops = list(module.walk())
+    fused_groups = sum(1 for o in ops if o.name == "graph.fused")
+    batch_norms = sum(1 for o in ops if o.name == "graph.batch_norm")
+    for lvl in ("tensor", "loops"):
+        t0 = time.perf_counter()
+        run_passes(ctx, module, LEVEL_PASSES[lvl])
+        timings[lvl] = time.perf_counter() - t0
+    main = next(o for o in module.ops if isinstance(o, func.FuncOp) and o.sym_name.data == "main")
+    calls = [o for o in main.walk() if isinstance(o, func.CallOp)]
+    plan = module.attributes.get("ziggurat.memory_plan")
+    total = arena = 0
+    if isinstance(plan, DictionaryAttr):
+        t, a = plan.data.get("total_bytes"), plan.data.get("arena_bytes")
+        total = t.value.data if isinstance(t, IntegerAttr) else 0
+        arena = a.value.data if isinstance(a, IntegerAttr) else 0
+    t0 = time.perf_counter()
+    run_passes(ctx, module, LEVEL_PASSES["llvm-dialect"])
+    timings["llvm-dialect"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    compile_llvm(module)
+    timings["machine-code"] = time.perf_counter() - t0
+    return {
+        "kernels": len(calls),
+        "unique_kernels": len({c.callee.root_reference.data for c in calls}),
+        "fused_groups": fused_groups,
+        "batch_norms_left": batch_norms,
+        "intermediate_bytes_total": total,
+        "intermediate_bytes_peak_planned": arena,
+        "peak_over_total": round(arena / total, 4) if total else 0.0,
+        "compile_seconds": {k: round(v, 3) for k, v in timings.items()},
+        "compile_seconds_total": round(sum(timings.values()), 3),
+    }
+
+
+__all__ = ["CompiledModel", "compile_model", "compile_module", "compile_report", "lower", "make_context"]

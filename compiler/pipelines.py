@@ -9,6 +9,8 @@ from __future__ import annotations
 from xdsl.utils.arg_spec import ArgSpec, parse_pipeline
 
 LEVEL_PASSES: dict[str, list[str]] = {
+    # graph-level optimization, after import (issue 3): folding first, then fusion
+    "graph": ["simplify", "fold-batchnorm", "fold-constants", "simplify", "fuse-ops"],
     # each level's passes, from the one above (levels: graph -> tensor -> loops -> llvm-dialect);
     # `ziggurat compile --emit LEVEL` and compiler/model.py stop after a level
     "tensor": ["convert-graph-to-linalg"],

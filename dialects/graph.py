@@ -27,7 +27,7 @@ from xdsl.dialects.builtin import (
     f32,
     i64,
 )
-from xdsl.ir import Attribute, Dialect, Operation, SSAValue
+from xdsl.ir import Attribute, Block, Dialect, Operation, Region, SSAValue
 from xdsl.irdl import (
     AnyAttr,
     IRDLOperation,
@@ -41,10 +41,15 @@ from xdsl.irdl import (
     operand_def,
     opt_operand_def,
     prop_def,
+    region_def,
     result_def,
+    traits_def,
     var_operand_def,
     var_result_def,
 )
+from xdsl.parser import Parser, UnresolvedOperand
+from xdsl.printer import Printer
+from xdsl.traits import HasParent, IsolatedFromAbove, IsTerminator
 from xdsl.utils.exceptions import VerifyException
 
 from dialects import graph_shapes as S
@@ -774,6 +779,123 @@ class ShapeOp(GraphOp):
         return (len(shapes[0]),)
 
 
+# ----------------------------------------------------------------------------- fusion
+
+
+_PATTERN_NAMES = frozenset(k.name.lower() for k in PatternKind)
+
+
+@irdl_op_definition
+class FusedOp(IRDLOperation):
+    """A group of graph ops that becomes one kernel (made by `fuse-ops`).
+
+    The single block's arguments stand for the operands (same types); constants the group uses
+    are cloned inside (the region is isolated from above); `graph.yield` returns the results.
+    `name` joins the members' short names with '+', `pattern` is the group's dominant pattern
+    kind ("out_fusable", "reduction", "injective", "broadcast", "elementwise").
+
+        %r = graph.fused "conv+add+relu" out_fusable (%x, %y) : (T0, T1) -> T2 {
+        ^bb0(%a: T0, %b: T1):
+          ...
+          graph.yield %v : T2
+        }
+    """
+
+    name = "graph.fused"
+    inputs = var_operand_def(TensorType)
+    outputs = var_result_def(TensorType)
+    body = region_def("single_block")
+    kernel_name = prop_def(StringAttr, prop_name="name")
+    pattern = prop_def(StringAttr)
+    traits = traits_def(IsolatedFromAbove())
+
+    def __init__(self, name: str, pattern: str, inputs: Sequence[SSAValue],
+                 result_types: Sequence[Attribute], body: Region):
+        super().__init__(operands=[list(inputs)], result_types=[list(result_types)],
+                         properties={"name": StringAttr(name), "pattern": StringAttr(pattern)},
+                         regions=[body])
+
+    @property
+    def block(self) -> Block:
+        return self.body.block
+
+    def verify_(self) -> None:
+        if not self.kernel_name.data:
+            raise VerifyException("graph.fused needs a non-empty name")
+        if self.pattern.data not in _PATTERN_NAMES:
+            raise VerifyException(
+                f"unknown pattern \"{self.pattern.data}\", expected one of "
+                + ", ".join(sorted(_PATTERN_NAMES)))
+        block = self.body.block
+        arg_types = [a.type for a in block.args]
+        in_types = [v.type for v in self.inputs]
+        if arg_types != in_types:
+            raise VerifyException(
+                f"block argument types ({', '.join(map(str, arg_types))}) do not match "
+                f"operand types ({', '.join(map(str, in_types))})")
+        last = block.last_op
+        if not isinstance(last, YieldOp):
+            raise VerifyException("graph.fused body must end with graph.yield")
+        got = [v.type for v in last.values]
+        want = [r.type for r in self.outputs]
+        if got != want:
+            raise VerifyException(
+                f"graph.yield types ({', '.join(map(str, got))}) do not match "
+                f"result types ({', '.join(map(str, want))})")
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_attribute(self.kernel_name)
+        printer.print_string(f" {self.pattern.data} (")
+        printer.print_list(self.inputs, printer.print_operand)
+        printer.print_string(") : ")
+        printer.print_function_type([v.type for v in self.inputs],
+                                    [r.type for r in self.outputs])
+        extra = {k: v for k, v in self.attributes.items()}
+        if extra:
+            printer.print_string(" attributes ")
+            printer.print_attr_dict(extra)
+        printer.print_string(" ")
+        printer.print_region(self.body, print_entry_block_args=True)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> FusedOp:
+        name = parser.parse_str_literal("kernel name")
+        pattern = parser.parse_identifier("pattern kind")
+        operands: list[UnresolvedOperand] = parser.parse_comma_separated_list(
+            parser.Delimiter.PAREN, parser.parse_unresolved_operand)
+        parser.parse_punctuation(":")
+        pos = parser.pos
+        ftype = parser.parse_function_type()
+        ins = list(ftype.inputs.data)
+        if len(ins) != len(operands):
+            parser.raise_error(f"expected {len(operands)} operand types, got {len(ins)}", pos)
+        values = [parser.resolve_operand(o, t) for o, t in zip(operands, ins, strict=True)]
+        attrs = parser.parse_optional_attr_dict_with_keyword()
+        body = parser.parse_region()
+        op = cls(name, pattern, values, list(ftype.outputs.data), body)
+        if attrs is not None:
+            op.attributes.update(attrs.data)
+        return op
+
+
+@irdl_op_definition
+class YieldOp(IRDLOperation):
+    """Terminator of a graph.fused body: the group's results."""
+
+    name = "graph.yield"
+    values = var_operand_def(TensorType)
+    traits = traits_def(IsTerminator(), HasParent(FusedOp))
+    assembly_format = "attr-dict ($values^ `:` type($values))?"
+
+    def __init__(self, *values: SSAValue):
+        super().__init__(operands=[list(values)])
+
+
+FusedOp.pattern_kind = PatternKind.OPAQUE  # type: ignore[attr-defined]
+YieldOp.pattern_kind = PatternKind.OPAQUE  # type: ignore[attr-defined]
+
+
 GRAPH_OPS: list[type[IRDLOperation]] = [
     ConstantOp, AddOp, SubOp, MulOp, DivOp, PowOp,
     SqrtOp, ExpOp, LogOp, NegOp, AbsOp, ReciprocalOp, ReluOp, SigmoidOp, TanhOp, ErfOp,
@@ -782,7 +904,7 @@ GRAPH_OPS: list[type[IRDLOperation]] = [
     MaxPoolOp, AvgPoolOp, GlobalAvgPoolOp, GlobalMaxPoolOp,
     ReshapeOp, FlattenOp, SqueezeOp, UnsqueezeOp, TransposeOp, ConcatOp, SplitOp, SliceOp,
     GatherOp, PadOp, ReduceMeanOp, ReduceSumOp, ReduceMaxOp, ShapeOp,
-    IdentityOp, DropoutOp, CastOp,
+    IdentityOp, DropoutOp, CastOp, FusedOp, YieldOp,
 ]
 
 Graph = Dialect("graph", GRAPH_OPS, [])

@@ -76,6 +76,15 @@ def _convert_op(
     globals_: dict[str, ir.GlobalValue],
 ) -> None:
     """xDSL's translation of one op, with ziggurat's patches in front of it."""
+    if isinstance(op, xllvm.AllocaOp):
+        # llvmlite types an alloca as `i8*`; every other !llvm.ptr is opaque, so loads and
+        # stores of other types through it would be rejected: cast it to an opaque pointer
+        slot = builder.alloca(convert_type(op.elem_type), size=vals[op.size])
+        if op.alignment:
+            slot.align = op.alignment.value.data
+        slot.type = ir.PointerType()  # (a bitcast would be dropped: pointer types compare equal)
+        vals[op.results[0]] = slot
+        return
     handler = TRANSLATIONS.get(type(op))
     if handler is not None:
         handler(op, builder, vals)

@@ -609,6 +609,35 @@ PATTERNS: tuple[type[_GraphLowering], ...] = (
 )
 
 
+GROUP_ATTR = "ziggurat.group"
+"""Marks the tensor-level ops that came from one `graph.fused` group: one kernel later."""
+
+_KERNEL_OPS = ("linalg.generic", "linalg.fill", "tensor.insert_slice")
+
+
+def inline_fused_group(fused: Operation, group: int) -> None:
+    """Replace a lowered `graph.fused` by its body, tagging the ops that will become its kernel."""
+    block = fused.regions[0].block
+    for arg, value in zip(block.args, fused.operands, strict=True):
+        arg.replace_all_uses_with(value)
+    terminator = block.last_op
+    assert terminator is not None
+    results = list(terminator.operands)
+    parent = fused.parent_block()
+    assert parent is not None
+    for inner in list(block.ops):
+        if inner is terminator:
+            break
+        inner.detach()
+        if inner.name in _KERNEL_OPS:
+            inner.attributes[GROUP_ATTR] = IntegerAttr(group, 64)
+        parent.insert_op_before(inner, fused)
+    for old, new in zip(fused.results, results, strict=True):
+        old.replace_all_uses_with(new)
+    fused.detach()
+    fused.erase()
+
+
 @dataclass(frozen=True)
 class ConvertGraphToLinalgPass(ModulePass):
     """Lower the graph level to the tensor level; fails loudly on any graph op it cannot lower."""
@@ -619,6 +648,8 @@ class ConvertGraphToLinalgPass(ModulePass):
         PatternRewriteWalker(
             GreedyRewritePatternApplier([p() for p in PATTERNS]), apply_recursively=False
         ).rewrite_module(op)
+        for group, fused in enumerate([o for o in op.walk() if o.name == "graph.fused"]):
+            inline_fused_group(fused, group)
         region_dce(op.body)
         left = sorted({o.name for o in op.walk() if o.name.startswith("graph.")})
         if left:

@@ -19,15 +19,16 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from xdsl.builder import Builder
 from xdsl.context import Context
-from xdsl.dialects import arith, memref, scf, vector
+from xdsl.dialects import arith, func, memref, scf, vector
 from xdsl.dialects import math as xmath
 from xdsl.dialects.builtin import (
     AffineMapAttr,
     ArrayAttr,
+    DenseArrayBase,
     DenseIntOrFPElementsAttr,
     FloatAttr,
     IndexType,
@@ -38,7 +39,7 @@ from xdsl.dialects.builtin import (
     VectorType,
 )
 from xdsl.dialects.linalg import ops as linalg
-from xdsl.dialects.linalg.attrs import IteratorTypeAttr
+from xdsl.dialects.linalg.attrs import IteratorType, IteratorTypeAttr
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.ir.affine import AffineMap
 from xdsl.passes import ModulePass
@@ -46,8 +47,14 @@ from xdsl.rewriter import InsertPoint
 from xdsl.utils.exceptions import DiagnosticException
 
 from dialects.sched import SCHEDULE_ATTR_NAME, Schedule, ScheduleAttr
-from passes.analysis.kernel_access import KernelAnalysisError, KernelInfo, analyze_kernel
+from passes.analysis.kernel_access import (
+    KernelAnalysisError,
+    KernelInfo,
+    OperandAccess,
+    analyze_kernel,
+)
 from passes.transforms.default_schedule import default_schedule
+from passes.transforms.outline_kernels import PRIVATE_ARGS_ATTR
 
 Pos = tuple[SSAValue | None, int]
 """A loop position: an SSA index (or none) plus a static offset."""
@@ -80,10 +87,47 @@ class _Scope:
     memo: dict[object, SSAValue]
 
 
+@dataclass
+class _Stage:
+    """A generic body to evaluate, and where each block argument comes from: an index into the
+    generator's accesses, or None for the running value (accumulator / previous result)."""
+
+    block: Block
+    sources: list[int | None]
+
+
+@dataclass
+class Fusion:
+    """Generics fused around a reduction kernel G writing T: a prologue that computes T's initial
+    value, and elementwise epilogues applied to the finished value before the single store."""
+
+    prologue: linalg.GenericOp | None
+    epilogues: list[linalg.GenericOp]
+    chain_input: dict[linalg.GenericOp, int]  # which input of each epilogue is the running value
+
+
+def compose_access(acc: OperandAccess, t: OperandAccess) -> OperandAccess:
+    """An access of a generic whose loops are T's coordinates, rewritten in G's loop space.
+
+    T's coordinate e is `t.consts[e] + sum_d t.coefs[e][d] * i_d`, so a linear map of T's
+    coordinates stays linear in G's loops.
+    """
+    n = len(t.coefs[0]) if t.coefs else 0
+    coefs = [
+        [sum(row[e] * t.coefs[e][d] for e in range(len(row))) for d in range(n)] for row in acc.coefs
+    ]
+    consts = [c + sum(row[e] * t.consts[e] for e in range(len(row))) for row, c in zip(acc.coefs, acc.consts)]
+    out = OperandAccess(acc.value, acc.is_output, acc.shape, acc.mem_strides, acc.offset, coefs, consts)
+    out.loop_strides = [
+        sum(acc.mem_strides[r] * coefs[r][d] for r in range(len(coefs))) for d in range(n)
+    ]
+    return out
+
+
 class LoopNestGenerator:
     """Emits the loop nest of one kernel in place of the linalg op."""
 
-    def __init__(self, info: KernelInfo, sched: Schedule):
+    def __init__(self, info: KernelInfo, sched: Schedule, fusion: Fusion | None = None):
         self.info = info
         self.s = sched
         self.op = info.op
@@ -91,9 +135,20 @@ class LoopNestGenerator:
         self.v = sched.vector
         self.w = sched.width if sched.vector >= 0 else 1
         self.scopes: list[_Scope] = []
-        self.body_ops = list(self.op.body.block.ops)
+        # every operand access of every stage, in the main kernel's loop space
+        self.accesses: list[OperandAccess] = list(info.accesses)
+        n_main = len(info.accesses)
+        self.main = _Stage(self.op.body.block, [*range(n_main - 1), None])
+        self.prologue: _Stage | None = None
+        self.epilogues: list[_Stage] = []
+        self.store_index = n_main - 1
+        if fusion is not None:
+            self._add_fusion(fusion)
+        self.written = {self.accesses[self.store_index].value, info.output.value}
         self.fused_mul: set[Operation] = set()
-        self._find_fma()
+        for stage in [self.main, self.prologue, *self.epilogues]:
+            if stage is not None:
+                self._find_fma(stage.block)
         # constants live before everything generated, so they dominate every use
         self.anchor = arith.ConstantOp(IntegerAttr(0, IndexType()))
         Builder(InsertPoint.before(self.op)).insert(self.anchor)
@@ -102,10 +157,33 @@ class LoopNestGenerator:
         }
         self.b = Builder(InsertPoint.before(self.op))
 
+    def _add_fusion(self, fusion: Fusion) -> None:
+        """Bring the prologue/epilogue generics' accesses into this kernel's loop space."""
+        t = self.info.output
+        if fusion.prologue is not None:
+            pinfo = analyze_kernel(fusion.prologue)
+            sources: list[int | None] = []
+            for acc in pinfo.accesses[:-1]:
+                sources.append(len(self.accesses))
+                self.accesses.append(compose_access(acc, t))
+            self.prologue = _Stage(fusion.prologue.body.block, [*sources, None])
+        for e in fusion.epilogues:
+            einfo = analyze_kernel(e)
+            sources = []
+            for k, acc in enumerate(einfo.accesses[:-1]):
+                if k == fusion.chain_input[e]:
+                    sources.append(None)  # the running value, never in memory
+                else:
+                    sources.append(len(self.accesses))
+                    self.accesses.append(compose_access(acc, t))
+            self.epilogues.append(_Stage(e.body.block, [*sources, None]))
+            self.store_index = len(self.accesses)
+            self.accesses.append(compose_access(einfo.accesses[-1], t))
+
     # ------------------------------------------------------------------ helpers
-    def _find_fma(self) -> None:
+    def _find_fma(self, block: Block) -> None:
         """Fold `addf(x, mulf(a, b))` with a single-use mulf into one fma."""
-        for op in self.body_ops:
+        for op in block.ops:
             if isinstance(op, arith.AddfOp):
                 for operand in (op.lhs, op.rhs):
                     owner = operand.owner
@@ -198,15 +276,15 @@ class LoopNestGenerator:
         return VectorType(elem, [width]) if width > 1 else elem
 
     def operand_indices(self, i: int, pos: Sequence[Pos]) -> list[SSAValue]:
-        a = self.info.accesses[i]
+        a = self.accesses[i]
         return [self.index_expr(a.coefs[r], a.consts[r], pos) for r in range(len(a.coefs))]
 
     def load(self, i: int, pos: list[Pos], width: int) -> SSAValue:
-        a = self.info.accesses[i]
+        a = self.accesses[i]
         value = a.value
         if a.is_scalar:
             return self.splat(value, width)
-        if value is self.info.output.value:
+        if value in self.written:
             # the output is stored to between loads: never reuse a load of it
             self.scopes.append(_Scope({}))
             try:
@@ -232,12 +310,27 @@ class LoopNestGenerator:
                 op = vector.LoadOp(value, self.operand_indices(i, pos), VectorType(elem, [width]))
                 found = self.remember(key, self.b.insert(op).result)
             return found
-        flat, first, step = self.flat_access(i, pos)  # gather: one scalar load per lane
-        lanes = [
-            self.b.insert(memref.LoadOp.get(flat, [self.offset_index(first, lane * step)])).res
-            for lane in range(width)
-        ]
-        return self.build_vector(lanes, elem)
+        flat, first, step = self.flat_access(i, pos)  # gather: lane by lane through a scratch
+        scratch = self.scratch(elem)
+
+        def lane_copy(lane: SSAValue, _: list[SSAValue]) -> list[SSAValue]:
+            at = self.b.insert(arith.AddiOp(first, self.b.insert(arith.MuliOp(lane, self.idx(step))).result)).result
+            x = self.b.insert(memref.LoadOp.get(flat, [at])).res
+            self.b.insert(memref.StoreOp.get(x, scratch, [lane]))
+            return []
+
+        self.for_loop(self.idx(0), self.idx(width), 1, [], lane_copy)
+        return self.b.insert(vector.LoadOp(scratch, [self.idx(0)], VectorType(elem, [width]))).result
+
+    def scratch(self, elem: Attribute) -> SSAValue:
+        """A stack buffer of one vector: strided gathers and scatters go through it as a loop,
+        which keeps the IR small (LLVM unrolls it and promotes the buffer to registers)."""
+        key = ("scratch", elem)
+        if key not in self.consts:
+            alloca = memref.AllocaOp.get(elem, 64, [max(self.w, 1)])
+            Builder(InsertPoint.before(self.anchor)).insert(alloca)
+            self.consts[key] = alloca.memref
+        return self.consts[key]
 
     def flat_view(self, i: int) -> SSAValue:
         """A 1-D view of operand i's whole buffer (reinterpret_cast), for per-lane accesses:
@@ -245,7 +338,7 @@ class LoopNestGenerator:
         key = ("flat", i)
         if key in self.consts:
             return self.consts[key]
-        a = self.info.accesses[i]
+        a = self.accesses[i]
         extent = a.offset + sum((n - 1) * s for n, s in zip(a.shape, a.mem_strides)) + 1
         mtype = MemRefType(a.value.type.element_type, [extent])  # type: ignore[attr-defined]
         cast = memref.ReinterpretCastOp(a.value, [], [], [], [0], [extent], [1], mtype)
@@ -255,7 +348,7 @@ class LoopNestGenerator:
 
     def flat_access(self, i: int, pos: Sequence[Pos]) -> tuple[SSAValue, SSAValue, int]:
         """(flat view, linear index of lane 0, element step between lanes) of operand i at pos."""
-        a = self.info.accesses[i]
+        a = self.accesses[i]
         const = a.offset + sum(s * c for s, c in zip(a.mem_strides, a.consts))
         first = self.index_expr(a.loop_strides, const, pos)
         return self.flat_view(i), first, a.loop_strides[self.v]
@@ -272,17 +365,24 @@ class LoopNestGenerator:
         return vec
 
     def store(self, value: SSAValue, pos: list[Pos], width: int) -> None:
-        i = len(self.info.accesses) - 1
-        a = self.info.accesses[i]
+        i = self.store_index
+        a = self.accesses[i]
         if width == 1:
             self.b.insert(memref.StoreOp.get(value, a.value, self.operand_indices(i, pos)))
         elif a.contiguous_along(self.v):
             self.b.insert(vector.StoreOp(value, a.value, self.operand_indices(i, pos)))
-        else:  # scatter
+        else:  # scatter, lane by lane through a scratch
             flat, first, step = self.flat_access(i, pos)
-            for lane in range(width):
-                x = self.b.insert(vector.ExtractOp(value, [lane], value.type.element_type)).result  # type: ignore[attr-defined]
-                self.b.insert(memref.StoreOp.get(x, flat, [self.offset_index(first, lane * step)]))
+            scratch = self.scratch(value.type.element_type)  # type: ignore[attr-defined]
+            self.b.insert(vector.StoreOp(value, scratch, [self.idx(0)]))
+
+            def lane_copy(lane: SSAValue, _: list[SSAValue]) -> list[SSAValue]:
+                at = self.b.insert(arith.AddiOp(first, self.b.insert(arith.MuliOp(lane, self.idx(step))).result)).result
+                x = self.b.insert(memref.LoadOp.get(scratch, [lane])).res
+                self.b.insert(memref.StoreOp.get(x, flat, [at]))
+                return []
+
+            self.for_loop(self.idx(0), self.idx(width), 1, [], lane_copy)
 
     def splat(self, value: SSAValue, width: int) -> SSAValue:
         if width == 1 or isinstance(value.type, VectorType):
@@ -303,17 +403,22 @@ class LoopNestGenerator:
         return (id(ssa), off)
 
     # ------------------------------------------------------------------ the body
-    def eval_body(self, pos: list[Pos], width: int, out_value: SSAValue | None) -> SSAValue:
-        block = self.op.body.block
+    def eval_body(
+        self, pos: list[Pos], width: int, value: SSAValue | None, stage: _Stage | None = None
+    ) -> SSAValue:
+        """Emit one stage's body at `pos`; `value` feeds the argument that reads the running value
+        (the accumulator, or the previous stage's result); other arguments are loaded."""
+        stage = stage or self.main
+        block = stage.block
         env: dict[SSAValue, SSAValue] = {}
-        n_in = len(self.op.inputs)
-        for k, arg in enumerate(block.args):
-            if k < n_in:
-                if arg.uses:
-                    env[arg] = self.load(k, pos, width)
-            elif arg.uses:
-                env[arg] = out_value if out_value is not None else self.load(k, pos, width)
-        for op in self.body_ops:
+        for arg, src in zip(block.args, stage.sources):
+            if not arg.uses:
+                continue
+            if src is None:
+                env[arg] = value if value is not None else self.load(self.store_index, pos, width)
+            else:
+                env[arg] = self.load(src, pos, width)
+        for op in block.ops:
             if isinstance(op, linalg.YieldOp):
                 return env[op.operands[0]]
             if op in self.fused_mul:
@@ -440,14 +545,18 @@ class LoopNestGenerator:
     def register_tile(self, start: list[Pos], size: list[int]) -> None:
         tiles = self.positions(start, size)
         reds = [d for d in self.s.order if self.info.iterators[d] == "reduction"]
-        out_index = len(self.info.accesses) - 1
         if not reds:
             for pos, width in tiles:
                 self.store(self.eval_body(pos, width, None), pos, width)
             return
-        accs = [self.load(out_index, pos, width) for pos, width in tiles]
+        if self.prologue is not None:  # the initial value is computed in registers
+            accs = [self.eval_body(pos, width, None, self.prologue) for pos, width in tiles]
+        else:
+            accs = [self.load(len(self.info.accesses) - 1, pos, width) for pos, width in tiles]
         accs = self.reduction_level(reds, 0, start, size, tiles, accs)
         for (pos, width), acc in zip(tiles, accs):
+            for stage in self.epilogues:  # applied to the finished accumulator, in registers
+                acc = self.eval_body(pos, width, acc, stage)
             self.store(acc, pos, width)
 
     def reduction_level(
@@ -496,8 +605,8 @@ def _with(xs: list, i: int, value) -> list:
     return ys
 
 
-def lower_kernel(op: linalg.GenericOp) -> None:
-    """Replace one linalg.generic on memrefs by its scheduled loop nest."""
+def lower_kernel(op: linalg.GenericOp, fusion: Fusion | None = None) -> None:
+    """Replace one linalg.generic on memrefs (and the generics fused with it) by its loop nest."""
     try:
         info = analyze_kernel(op)
     except KernelAnalysisError as e:
@@ -510,7 +619,106 @@ def lower_kernel(op: linalg.GenericOp) -> None:
         raise DiagnosticException(f"convert-linalg-to-loops: bad schedule for kernel: {e}") from e
     if sched.vector >= 0 and info.iterators[sched.vector] != "parallel":
         raise DiagnosticException("convert-linalg-to-loops: only parallel loops can be vectorized")
-    LoopNestGenerator(info, sched).generate()
+    if fusion is not None:
+        # the fused stages run once per finished accumulator: reductions are not split into
+        # cache tiles (each tile would restart from the prologue / apply the epilogue)
+        tile = tuple(0 if it == "reduction" else t for t, it in zip(sched.tile, info.iterators))
+        sched = replace(sched, tile=tile)
+    LoopNestGenerator(info, sched, fusion).generate()
+    if fusion is not None:
+        for fused in [fusion.prologue, *fusion.epilogues]:
+            if fused is not None:
+                fused.detach()
+                fused.erase()
+
+
+def _body_vectorizable(block: Block) -> bool:
+    """Elementwise arith/math only, no comparison of lane values (see vectorizable_along)."""
+    varying = set(block.args)
+    for op in block.ops:
+        if isinstance(op, linalg.YieldOp):
+            continue
+        if op.dialect_name() not in ("arith", "math") or isinstance(op, arith.IndexCastOp):
+            return False
+        if any(x in varying for x in op.operands):
+            if isinstance(op, arith.CmpfOp | arith.CmpiOp):
+                return False
+            varying.update(op.results)
+    return True
+
+
+def _is_identity_parallel(g: linalg.GenericOp, value: SSAValue) -> bool:
+    """g is all-parallel, writes one buffer with an identity map over `value`'s shape, and
+    does not read its output."""
+    if g.results or len(g.outputs) != 1 or any(
+        it.data != IteratorType.PARALLEL for it in g.iterator_types
+    ):
+        return False
+    out_map = g.indexing_maps.data[-1].data
+    shape = value.type.get_shape() if isinstance(value.type, MemRefType) else None
+    out_t = g.outputs[0].type
+    return (
+        shape is not None
+        and out_map == AffineMap.identity(len(shape))
+        and isinstance(out_t, MemRefType)
+        and tuple(out_t.get_shape()) == tuple(shape)
+        and not g.body.block.args[-1].uses
+    )
+
+
+def _root_arg(value: SSAValue) -> SSAValue:
+    while isinstance(value.owner, memref.SubviewOp | memref.ExpandShapeOp | memref.CollapseShapeOp):
+        value = value.owner.operands[0]
+    return value
+
+
+def find_fusion(g: linalg.GenericOp, vectorized: bool) -> Fusion | None:
+    """The prologue/epilogue generics that can run in g's register tile, if any.
+
+    Fusing an epilogue skips writing g's output T, so T must be one of the kernel's private
+    arguments (an intermediate nobody reads after the kernel: see outline-kernels).
+    """
+    if not any(it.data == IteratorType.REDUCTION for it in g.iterator_types) or len(g.outputs) != 1:
+        return None
+    fn = g.parent_op()
+    if not isinstance(fn, func.FuncOp):
+        return None
+    private_attr = fn.attributes.get(PRIVATE_ARGS_ATTR)
+    private = {fn.body.block.args[i] for i in private_attr.get_values()} if isinstance(private_attr, DenseArrayBase) else set()
+    t = g.outputs[0]
+    users = [u.operation for u in t.uses]
+    prologue = None
+    before = [u for u in users if u is not g and u.is_before_in_block(g)]
+    if len(before) == 1 and isinstance(before[0], linalg.GenericOp):  # only the initializer
+        cand = before[0]
+        if (
+            list(cand.outputs) == [t]
+            and _is_identity_parallel(cand, t)
+            and (not vectorized or _body_vectorizable(cand.body.block))
+        ):
+            prologue = cand
+    epilogues: list[linalg.GenericOp] = []
+    chain: dict[linalg.GenericOp, int] = {}
+    current = t
+    while _root_arg(current) in private and current is _root_arg(current):
+        readers = [u.operation for u in current.uses if u.operation not in (g, prologue, *epilogues)]
+        if len(readers) != 1 or not isinstance(readers[0], linalg.GenericOp):
+            break
+        e = readers[0]
+        ins = list(e.inputs)
+        if ins.count(current) != 1 or not _is_identity_parallel(e, current):
+            break
+        k = ins.index(current)
+        if e.indexing_maps.data[k].data != AffineMap.identity(len(current.type.get_shape())):  # type: ignore[attr-defined]
+            break
+        if vectorized and not _body_vectorizable(e.body.block):
+            break
+        epilogues.append(e)
+        chain[e] = k
+        current = e.outputs[0]
+    if prologue is None and not epilogues:
+        return None
+    return Fusion(prologue, epilogues, chain)
 
 
 @dataclass(frozen=True)
@@ -518,6 +726,10 @@ class ConvertLinalgToLoopsPass(ModulePass):
     """Lower every linalg.generic / linalg.fill on memrefs to scheduled scf/vector loops."""
 
     name = "convert-linalg-to-loops"
+
+    fuse: bool = True
+    """Run a reduction's initializing generic and its elementwise consumers inside its loop
+    nest (register-level producer/consumer fusion within one kernel function)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for fill in [o for o in op.walk() if isinstance(o, linalg.FillOp)]:
@@ -529,10 +741,21 @@ class ConvertLinalgToLoopsPass(ModulePass):
             Builder(InsertPoint.before(fill)).insert(generic)
             fill.detach()
             fill.erase()
+        fused: set[Operation] = set()
         for g in [o for o in op.walk() if isinstance(o, linalg.GenericOp)]:
+            if g in fused:
+                continue
             if g.results:
                 raise DiagnosticException("convert-linalg-to-loops expects linalg.generic on memrefs (run bufferize first)")
-            lower_kernel(g)
+            fusion = None
+            if self.fuse:
+                attr = g.attributes.get(SCHEDULE_ATTR_NAME)
+                info = analyze_kernel(g)
+                sched = attr.schedule() if isinstance(attr, ScheduleAttr) else default_schedule(info)
+                fusion = find_fusion(g, sched.vector >= 0)
+            if fusion is not None:
+                fused.update(x for x in [fusion.prologue, *fusion.epilogues] if x is not None)
+            lower_kernel(g, fusion)
 
 
 __all__ = ["ConvertLinalgToLoopsPass", "lower_kernel"]

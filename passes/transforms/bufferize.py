@@ -174,8 +174,12 @@ class _Bufferizer:
         self.base[op.results[0]] = self.base[src]
         return op.results[0]
 
-    def copy(self, src: SSAValue, dst: SSAValue) -> None:
-        self.copies.append(cast(GenericOp, self.emit(build_copy(src, dst))))
+    def copy(self, src: SSAValue, dst: SSAValue, like: Operation | None = None) -> None:
+        """Emit a copy generic; it inherits `like`'s discardable attributes (its fusion group)."""
+        c = build_copy(src, dst)
+        if like is not None:
+            c.attributes.update(like.attributes)
+        self.copies.append(cast(GenericOp, self.emit(c)))
 
     def writable_in_place(self, init: SSAValue, i: int) -> bool:
         """Whether op `i` may overwrite the buffer of `init`: it is an intermediate and no
@@ -256,7 +260,7 @@ class _Bufferizer:
                 out = self.dest_buffer(op.dest, i, needs_content=True)
                 src_shape = cast(TensorType[Attribute], op.source.type).get_shape()
                 view = self.subview(out, op, src_shape)
-                self.copy(self.vmap[op.source], view)
+                self.copy(self.vmap[op.source], view, like=op)
                 self.bind(op.result, out)
             case func.ReturnOp():
                 pass  # handled by `finish`

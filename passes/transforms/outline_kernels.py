@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from xdsl.context import Context
-from xdsl.dialects import arith, func
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects import arith, func, memref
+from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, ModuleOp, i64
 from xdsl.dialects.linalg.ops import FillOp, GenericOp
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
@@ -33,13 +33,34 @@ def _captured(op: Operation) -> list[SSAValue]:
     return list(seen)
 
 
-def outline_op(op: Operation) -> tuple[func.FuncOp, list[SSAValue]]:
-    """A private function performing `op`, and the values to call it with.
+_VIEW_OPS = (
+    memref.SubviewOp,
+    memref.ExpandShapeOp,
+    memref.CollapseShapeOp,
+    memref.ReinterpretCastOp,
+    memref.ViewOp,
+    memref.GetGlobalOp,
+    arith.ConstantOp,
+)
+"""Pure ops that may sit between the ops of one fusion group; they are cloned into its kernel."""
+
+GROUP_ATTR = "ziggurat.group"
+PRIVATE_ARGS_ATTR = "ziggurat.private_args"
+"""Kernel arguments whose contents nobody reads after the kernel (intermediates of its group)."""
+
+
+def outline_ops(ops: list[Operation]) -> tuple[func.FuncOp, list[SSAValue]]:
+    """A private function performing `ops` in order, and the values to call it with.
 
     Scalar constants are cloned into the kernel (so it stays self-contained); every other
     captured value becomes an argument.
     """
-    values = _captured(op)
+    defined = {r for o in ops for r in o.results}
+    values: dict[SSAValue, None] = {}
+    for o in ops:
+        for v in _captured(o):
+            if v not in defined:
+                values.setdefault(v, None)
     consts = [v for v in values if isinstance(v.owner, arith.ConstantOp)]
     args = [v for v in values if v not in consts]
     block = Block(arg_types=[v.type for v in args])
@@ -49,15 +70,79 @@ def outline_op(op: Operation) -> tuple[func.FuncOp, list[SSAValue]]:
         clone = c.owner.clone(clone_name_hints=False)
         block.add_op(clone)
         mapper[c] = clone.results[0]
-    block.add_op(op.clone(value_mapper=mapper, clone_name_hints=False))
+    for o in ops:
+        clone = o.clone(value_mapper=mapper, clone_name_hints=False)
+        clone.attributes.pop(GROUP_ATTR, None)  # served its purpose; would defeat deduplication
+        block.add_op(clone)
     block.add_op(func.ReturnOp())
     fn = func.FuncOp("kernel", ([v.type for v in args], []), Region(block), "private")
     return fn, args
 
 
+def outline_op(op: Operation) -> tuple[func.FuncOp, list[SSAValue]]:
+    return outline_ops([op])
+
+
+def _root(value: SSAValue) -> SSAValue:
+    while isinstance(value.owner, _VIEW_OPS[:4]):
+        value = value.owner.operands[0]
+    return value
+
+
+def _private_args(unit: list[Operation], args: list[SSAValue], main: func.FuncOp) -> list[int]:
+    """Indices of arguments that are arena intermediates used by this unit only."""
+    inside = set(unit)
+
+    def uses_outside(v: SSAValue) -> bool:
+        for use in v.uses:
+            user = use.operation
+            while user.parent_op() is not None and user.parent_op() is not main:
+                user = user.parent_op()  # type: ignore[assignment]
+            if user not in inside and not (isinstance(user, _VIEW_OPS[:4]) and not uses_outside(user.results[0])):
+                return True
+        return False
+
+    private = []
+    for i, a in enumerate(args):
+        root = _root(a)
+        if isinstance(root.owner, memref.ViewOp) and not uses_outside(root.owner.results[0]):
+            private.append(i)
+    return private
+
+
+def kernel_units(main: func.FuncOp) -> list[list[Operation]]:
+    """The op lists that become kernels: each fusion group (with the views between its ops),
+    and every ungrouped linalg op on its own."""
+    ops = list(main.body.block.ops)
+    pos = {o: i for i, o in enumerate(ops)}
+    groups: dict[object, list[Operation]] = {}
+    for o in ops:
+        if isinstance(o, GenericOp | FillOp):
+            g = o.attributes.get(GROUP_ATTR)
+            key = ("group", g.value.data) if isinstance(g, IntegerAttr) else ("op", id(o))
+            groups.setdefault(key, []).append(o)
+    units = []
+    for members in groups.values():
+        span = ops[pos[members[0]] : pos[members[-1]] + 1]
+        member_set = set(members)
+        if all(o in member_set or isinstance(o, _VIEW_OPS) for o in span):
+            # weights stay arguments (so identical kernels with other weights share code):
+            # their get_global moves in front of the kernel
+            for o in span:
+                if isinstance(o, memref.GetGlobalOp) and o is not span[0]:
+                    o.detach()
+                    main.body.block.insert_op_before(o, span[0])
+            span = [o for o in span if not isinstance(o, memref.GetGlobalOp)]
+            units.append(span)
+        else:  # something else runs in between: keep the ops apart
+            units.extend([m] for m in members)
+    units.sort(key=lambda u: pos[u[0]])
+    return units
+
+
 @dataclass(frozen=True)
 class OutlineKernelsPass(ModulePass):
-    """Outline every linalg.generic / linalg.fill of `@main` into a shared private kernel."""
+    """Outline every fusion group / linalg op of `@main` into a shared private kernel."""
 
     name: ClassVar[str] = "outline-kernels"
 
@@ -79,8 +164,11 @@ class OutlineKernelsPass(ModulePass):
         }
         kernels: dict[str, str] = {}
         counter = 0
-        for kernel_op in [o for o in main.body.block.ops if isinstance(o, GenericOp | FillOp)]:
-            fn, args = outline_op(kernel_op)
+        for unit in kernel_units(main):
+            fn, args = outline_ops(unit)
+            private = _private_args(unit, args, main)
+            if private:
+                fn.attributes[PRIVATE_ARGS_ATTR] = DenseArrayBase.from_list(i64, private)
             key = str(fn)
             if key not in kernels:
                 while f"kernel_{counter}" in taken:
@@ -93,8 +181,11 @@ class OutlineKernelsPass(ModulePass):
             else:
                 fn.erase()
             call = func.CallOp(kernels[key], args, [])
-            main.body.block.insert_op_before(call, kernel_op)
-            main.body.block.erase_op(kernel_op)
+            main.body.block.insert_op_before(call, unit[0])
+            unit_set = set(unit)
+            for o in reversed(unit):  # views still used by @main stay there
+                if all(u.operation in unit_set for r in o.results for u in r.uses):
+                    main.body.block.erase_op(o, safe_erase=False)
         # Scalar constants only used by outlined kernels are now dead in @main.
         for c in [o for o in main.body.block.ops if isinstance(o, arith.ConstantOp)]:
             if not c.result.uses:

@@ -32,7 +32,7 @@ def shape_of(op) -> tuple[int, ...]:
 
 def test_every_op_has_pattern_kind_and_is_registered():
     names = {op.name for op in g.Graph.operations}
-    assert len(names) == len(g.GRAPH_OPS) == 49
+    assert len(names) == len(g.GRAPH_OPS) == 51
     for op in g.GRAPH_OPS:
         assert isinstance(op.pattern_kind, g.PatternKind), op.name
     assert g.ConvOp.pattern_kind is g.PatternKind.OUT_FUSABLE

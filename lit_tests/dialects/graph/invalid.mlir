@@ -157,3 +157,69 @@ func.func @missing_axis(%a: tensor<2x3xf32>) -> tensor<2x3xf32> {
   %0 = graph.softmax %a : (tensor<2x3xf32>) -> tensor<2x3xf32>
   func.return %0 : tensor<2x3xf32>
 }
+
+// -----
+
+func.func @fused_arg_types(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
+  // expected-error@+1 {{block argument types (tensor<3x2xf32>) do not match operand types (tensor<2x3xf32>)}}
+  %0 = graph.fused "relu" elementwise (%x) : (tensor<2x3xf32>) -> tensor<2x3xf32> {
+  ^bb0(%a: tensor<3x2xf32>):
+    %k = graph.constant dense<0.0> : tensor<2x3xf32>
+    graph.yield %k : tensor<2x3xf32>
+  }
+  func.return %0 : tensor<2x3xf32>
+}
+
+// -----
+
+func.func @fused_yield_types(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
+  // expected-error@+1 {{graph.yield types (tensor<2x3xf32>, tensor<2x3xf32>) do not match result types (tensor<2x3xf32>)}}
+  %0 = graph.fused "relu" elementwise (%x) : (tensor<2x3xf32>) -> tensor<2x3xf32> {
+  ^bb0(%a: tensor<2x3xf32>):
+    %r = graph.relu %a : (tensor<2x3xf32>) -> tensor<2x3xf32>
+    graph.yield %r, %r : tensor<2x3xf32>, tensor<2x3xf32>
+  }
+  func.return %0 : tensor<2x3xf32>
+}
+
+// -----
+
+func.func @fused_pattern(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
+  // expected-error@+1 {{unknown pattern "fancy"}}
+  %0 = graph.fused "relu" fancy (%x) : (tensor<2x3xf32>) -> tensor<2x3xf32> {
+  ^bb0(%a: tensor<2x3xf32>):
+    %r = graph.relu %a : (tensor<2x3xf32>) -> tensor<2x3xf32>
+    graph.yield %r : tensor<2x3xf32>
+  }
+  func.return %0 : tensor<2x3xf32>
+}
+
+// -----
+
+func.func @fused_captures(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
+  // expected-error@+1 {{Operation using value defined out of its IsolatedFromAbove parent}}
+  %0 = graph.fused "relu" elementwise (%x) : (tensor<2x3xf32>) -> tensor<2x3xf32> {
+  ^bb0(%a: tensor<2x3xf32>):
+    %r = graph.relu %x : (tensor<2x3xf32>) -> tensor<2x3xf32>
+    graph.yield %r : tensor<2x3xf32>
+  }
+  func.return %0 : tensor<2x3xf32>
+}
+
+// -----
+
+func.func @fused_no_yield(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
+  // expected-error@+1 {{graph.fused body must end with graph.yield}}
+  %0 = graph.fused "relu" elementwise (%x) : (tensor<2x3xf32>) -> tensor<2x3xf32> {
+  ^bb0(%a: tensor<2x3xf32>):
+    %r = graph.relu %a : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  }
+  func.return %0 : tensor<2x3xf32>
+}
+
+// -----
+
+func.func @yield_outside(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
+  // expected-error@+1 {{'graph.yield' expects parent op 'graph.fused'}}
+  graph.yield %x : tensor<2x3xf32>
+}

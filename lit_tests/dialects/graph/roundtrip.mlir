@@ -111,3 +111,37 @@ func.func @main(%x: tensor<1x3x8x8xf32> {ziggurat.name = "input"}) -> (tensor<1x
   %sh = graph.shape %pd : (tensor<1x8xf32>) -> tensor<2xi64>
   func.return %c : tensor<1x4x4x4xf32>
 }
+
+// CHECK-LABEL: func.func @fused
+func.func @fused(%x: tensor<2x3xf32>, %y: tensor<2x3xf32>) -> (tensor<2x3xf32>, tensor<2x1xf32>) {
+  // CHECK: %[[F:.*]] = graph.fused "add+add+relu" broadcast (%{{.*}}, %{{.*}}) : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32> {
+  // CHECK-NEXT: ^{{.*}}(%[[A:.*]]: tensor<2x3xf32>, %[[B:.*]]: tensor<2x3xf32>):
+  // CHECK-NEXT: %[[C:.*]] = graph.constant dense<1.000000e+00> : tensor<3xf32>
+  // CHECK-NEXT: %[[S:.*]] = graph.add %[[A]], %[[B]]
+  // CHECK-NEXT: %[[T:.*]] = graph.add %[[S]], %[[C]]
+  // CHECK-NEXT: %[[R:.*]] = graph.relu %[[T]]
+  // CHECK-NEXT: graph.yield %[[R]] : tensor<2x3xf32>
+  // CHECK-NEXT: }
+  %0 = graph.fused "add+add+relu" broadcast (%x, %y) : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32> {
+  ^bb0(%a: tensor<2x3xf32>, %b: tensor<2x3xf32>):
+    %c = graph.constant dense<1.0> : tensor<3xf32>
+    %1 = graph.add %a, %b : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+    %2 = graph.add %1, %c : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+    %3 = graph.relu %2 : (tensor<2x3xf32>) -> tensor<2x3xf32>
+    graph.yield %3 : tensor<2x3xf32>
+  }
+  // CHECK: %{{.*}}, %{{.*}} = graph.fused "split" injective (%[[F]]) : (tensor<2x3xf32>) -> (tensor<2x1xf32>, tensor<2x2xf32>) attributes {note = "x"} {
+  // CHECK: graph.yield %{{.*}}, %{{.*}} : tensor<2x1xf32>, tensor<2x2xf32>
+  %4:2 = graph.fused "split" injective (%0) : (tensor<2x3xf32>) -> (tensor<2x1xf32>, tensor<2x2xf32>) attributes {note = "x"} {
+  ^bb0(%a: tensor<2x3xf32>):
+    %s:2 = graph.split %a {axis = 1 : i64, sizes = array<i64: 1, 2>} : (tensor<2x3xf32>) -> (tensor<2x1xf32>, tensor<2x2xf32>)
+    graph.yield %s#0, %s#1 : tensor<2x1xf32>, tensor<2x2xf32>
+  }
+  // CHECK: graph.fused "const" elementwise () : () -> tensor<2x3xf32> {
+  %5 = graph.fused "const" elementwise () : () -> tensor<2x3xf32> {
+  ^bb0:
+    %k = graph.constant dense<2.0> : tensor<2x3xf32>
+    graph.yield %k : tensor<2x3xf32>
+  }
+  func.return %0, %4#0 : tensor<2x3xf32>, tensor<2x1xf32>
+}

@@ -156,40 +156,36 @@ func.func @fill(%c: memref<4x32xf32>) {
 }
 
 // Vectorizing a loop with stride 4 in memory: a flat 1-D view of each buffer
-// (memref.reinterpret_cast), then one memref.load per lane assembled with vector.insert (gather)
-// and one vector.extract + memref.store per lane (scatter); the body runs on vector<4xf32>.
+// (memref.reinterpret_cast) and a one-vector stack scratch (memref.alloca); a gather is a lane loop
+// loading strided elements into the scratch, then one vector.load; a scatter is one vector.store
+// into the scratch, then a lane loop storing strided elements. The body runs on vector<4xf32>.
 // CHECK-LABEL: func.func @gather_scatter
 // CHECK-DAG:     %[[C4:.*]] = arith.constant 4 : index
 // CHECK-DAG:     %[[C1:.*]] = arith.constant 1 : index
 // CHECK-DAG:     %[[C8:.*]] = arith.constant 8 : index
 // CHECK-DAG:     %[[XF:.*]] = memref.reinterpret_cast %x to offset: [0], sizes: [32], strides: [1] : memref<8x4xf32> to memref<32xf32>
-// CHECK-DAG:     %[[C12:.*]] = arith.constant 12 : index
+// CHECK-DAG:     %[[S:.*]] = memref.alloca() {alignment = 64 : i64} : memref<4xf32>
 // CHECK-DAG:     %[[YF:.*]] = memref.reinterpret_cast %y to offset: [0], sizes: [32], strides: [1] : memref<8x4xf32> to memref<32xf32>
 // CHECK-DAG:     %[[C0:.*]] = arith.constant 0 : index
 // CHECK:         scf.for %[[I:.*]] = %[[C0]] to %[[C4]] step %[[C1]] {
 // CHECK-NEXT:      scf.for %[[J:.*]] = %[[C0]] to %[[C8]] step %[[C4]] {
 // CHECK-NEXT:        %[[JS:.*]] = arith.muli %[[J]], %[[C4]] : index
 // CHECK-NEXT:        %[[L0:.*]] = arith.addi %[[I]], %[[JS]] : index
-// CHECK-NEXT:        %[[X0:.*]] = memref.load %[[XF]][%[[L0]]] : memref<32xf32>
-// CHECK-NEXT:        %[[L1:.*]] = arith.addi %[[L0]], %[[C4]] : index
-// CHECK-NEXT:        %[[X1:.*]] = memref.load %[[XF]][%[[L1]]] : memref<32xf32>
-// CHECK-NEXT:        %[[L2:.*]] = arith.addi %[[L0]], %[[C8]] : index
-// CHECK-NEXT:        %[[X2:.*]] = memref.load %[[XF]][%[[L2]]] : memref<32xf32>
-// CHECK-NEXT:        %[[L3:.*]] = arith.addi %[[L0]], %[[C12]] : index
-// CHECK-NEXT:        %[[X3:.*]] = memref.load %[[XF]][%[[L3]]] : memref<32xf32>
-// CHECK-NEXT:        %[[V0:.*]] = vector.broadcast %[[X0]] : f32 to vector<4xf32>
-// CHECK-NEXT:        %[[V1:.*]] = vector.insert %[[X1]], %[[V0]] [1] : f32 into vector<4xf32>
-// CHECK-NEXT:        %[[V2:.*]] = vector.insert %[[X2]], %[[V1]] [2] : f32 into vector<4xf32>
-// CHECK-NEXT:        %[[V3:.*]] = vector.insert %[[X3]], %[[V2]] [3] : f32 into vector<4xf32>
-// CHECK-NEXT:        %[[E:.*]] = math.exp %[[V3]] : vector<4xf32>
-// CHECK-NEXT:        %[[E0:.*]] = vector.extract %[[E]][0] : f32 from vector<4xf32>
-// CHECK-NEXT:        memref.store %[[E0]], %[[YF]][%[[L0]]] : memref<32xf32>
-// CHECK-NEXT:        %[[E1:.*]] = vector.extract %[[E]][1] : f32 from vector<4xf32>
-// CHECK-NEXT:        memref.store %[[E1]], %[[YF]][%[[L1]]] : memref<32xf32>
-// CHECK-NEXT:        %[[E2:.*]] = vector.extract %[[E]][2] : f32 from vector<4xf32>
-// CHECK-NEXT:        memref.store %[[E2]], %[[YF]][%[[L2]]] : memref<32xf32>
-// CHECK-NEXT:        %[[E3:.*]] = vector.extract %[[E]][3] : f32 from vector<4xf32>
-// CHECK-NEXT:        memref.store %[[E3]], %[[YF]][%[[L3]]] : memref<32xf32>
+// CHECK-NEXT:        scf.for %[[G:.*]] = %[[C0]] to %[[C4]] step %[[C1]] {
+// CHECK-NEXT:          %[[GS:.*]] = arith.muli %[[G]], %[[C4]] : index
+// CHECK-NEXT:          %[[GL:.*]] = arith.addi %[[L0]], %[[GS]] : index
+// CHECK-NEXT:          %[[X:.*]] = memref.load %[[XF]][%[[GL]]] : memref<32xf32>
+// CHECK-NEXT:          memref.store %[[X]], %[[S]][%[[G]]] : memref<4xf32>
+// CHECK-NEXT:        }
+// CHECK-NEXT:        %[[V:.*]] = vector.load %[[S]][%[[C0]]] : memref<4xf32>, vector<4xf32>
+// CHECK-NEXT:        %[[E:.*]] = math.exp %[[V]] : vector<4xf32>
+// CHECK-NEXT:        vector.store %[[E]], %[[S]][%[[C0]]] : memref<4xf32>, vector<4xf32>
+// CHECK-NEXT:        scf.for %[[P:.*]] = %[[C0]] to %[[C4]] step %[[C1]] {
+// CHECK-NEXT:          %[[PS:.*]] = arith.muli %[[P]], %[[C4]] : index
+// CHECK-NEXT:          %[[PL:.*]] = arith.addi %[[L0]], %[[PS]] : index
+// CHECK-NEXT:          %[[Y:.*]] = memref.load %[[S]][%[[P]]] : memref<4xf32>
+// CHECK-NEXT:          memref.store %[[Y]], %[[YF]][%[[PL]]] : memref<32xf32>
+// CHECK-NEXT:        }
 // CHECK-NEXT:      }
 // CHECK-NEXT:    }
 // CHECK-NEXT:    func.return
