@@ -125,20 +125,31 @@ def _ort_session(model_bytes: bytes, threads: int):
     return ort.InferenceSession(model_bytes, opts, providers=["CPUExecutionProvider"])
 
 
-def _time(fn, min_seconds: float = 1.0, min_runs: int = 5) -> float:
-    """Best-of latency in seconds: warm up once, then repeat for at least min_seconds."""
-    fn()
-    best, runs, start = float("inf"), 0, time.perf_counter()
-    while runs < min_runs or time.perf_counter() - start < min_seconds:
-        t = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t)
-        runs += 1
+def _time_interleaved(fns: dict[str, object], min_seconds: float = 1.0, min_rounds: int = 5) -> dict[str, float]:
+    """Best-of latency in seconds of each callable, timed in alternating rounds so that machine
+    noise (a shared 2-core box) hits every engine alike; each is warmed up once first."""
+    for fn in fns.values():
+        fn()  # type: ignore[operator]
+    best = dict.fromkeys(fns, float("inf"))
+    rounds, start = 0, time.perf_counter()
+    while rounds < min_rounds or time.perf_counter() - start < min_seconds * len(fns):
+        for name, fn in fns.items():
+            t = time.perf_counter()
+            fn()  # type: ignore[operator]
+            best[name] = min(best[name], time.perf_counter() - t)
+        rounds += 1
     return best
 
 
-def bench_model(model_path_or_proto, threads: int = 1, seconds: float = 1.0, optimize: bool = True) -> dict:
-    """Compile, check and time a model against onnxruntime in the same run."""
+def _time(fn, min_seconds: float = 1.0) -> float:
+    return _time_interleaved({"fn": fn}, min_seconds)["fn"]
+
+
+def bench_model(
+    model_path_or_proto, threads: int = 1, seconds: float = 1.0, optimize: bool = True, compare_unoptimized: bool = False
+) -> dict:
+    """Compile, check and time a model against onnxruntime in the same run (and, with
+    `compare_unoptimized`, against itself without the graph-level passes)."""
     import numpy as np
     import onnx
 
@@ -154,18 +165,25 @@ def bench_model(model_path_or_proto, threads: int = 1, seconds: float = 1.0, opt
     ref = dict(zip([o.name for o in sess.get_outputs()], sess.run(None, feeds)))
     ours = compiled.run(feeds)
     max_err = max(float(np.max(np.abs(ours[k] - ref[k]))) for k in ref)
-    zig = _time(compiled.runner(feeds), seconds)
-    ort_t = _time(lambda: sess.run(None, feeds), seconds)
-    return {
+    engines: dict[str, object] = {"ziggurat": compiled.runner(feeds), "onnxruntime": lambda: sess.run(None, feeds)}
+    if compare_unoptimized:
+        plain = compile_model(proto, optimize=False)
+        engines["unoptimized"] = plain.runner(feeds)
+    t = _time_interleaved(engines, seconds)
+    result = {
         "model": proto.graph.name,
         "threads": threads,
         "compile_s": round(compile_s, 3),
         "compile_breakdown_s": {k: round(v, 3) for k, v in compiled.timings.items()},
-        "ziggurat_ms": round(zig * 1e3, 3),
-        "onnxruntime_ms": round(ort_t * 1e3, 3),
-        "ratio": round(zig / ort_t, 3),
+        "ziggurat_ms": round(t["ziggurat"] * 1e3, 3),
+        "onnxruntime_ms": round(t["onnxruntime"] * 1e3, 3),
+        "ratio": round(t["ziggurat"] / t["onnxruntime"], 3),
         "max_abs_err": max_err,
     }
+    if compare_unoptimized:
+        result["ziggurat_unoptimized_ms"] = round(t["unoptimized"] * 1e3, 3)
+        result["graph_opt_speedup"] = round(t["unoptimized"] / t["ziggurat"], 3)
+    return result
 
 
 def cmd_bench(args: argparse.Namespace) -> int:

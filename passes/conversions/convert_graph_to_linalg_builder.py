@@ -338,7 +338,18 @@ class Emitter:
         if not any(lows) and not any(highs):
             return x
         padded = tuple(s + lo + hi for s, lo, hi in zip(shape, lows, highs, strict=True))
-        return self.insert_slice(x, self.fill(value, padded), lows)
+        # only the border is filled (slabs that do not overlap), then x is copied inside: one
+        # pass over the padded tensor instead of a full fill followed by the copy
+        out = self.empty(padded, elem_of(x))
+        for k in range(len(shape)):
+            for start, extent in ((0, lows[k]), (lows[k] + shape[k], highs[k])):
+                if extent == 0:
+                    continue
+                offs = [lows[j] if j < k else 0 for j in range(len(shape))]
+                sizes = [shape[j] if j < k else padded[j] for j in range(len(shape))]
+                offs[k], sizes[k] = start, extent
+                out = self.insert_slice(self.fill(value, tuple(sizes)), out, offs)
+        return self.insert_slice(x, out, lows)
 
     def _reshape_op(self, x: SSAValue, shape: Shape, groups: list[list[int]], expand: bool) -> SSAValue:
         reassoc = ArrayAttr([ArrayAttr([IntegerAttr(i, i64) for i in g]) for g in groups])

@@ -145,6 +145,7 @@ class LoopNestGenerator:
         if fusion is not None:
             self._add_fusion(fusion)
         self.written = {self.accesses[self.store_index].value, info.output.value}
+        self.first_tile = self.last_tile = True  # position among reduction cache tiles
         self.fused_mul: set[Operation] = set()
         for stage in [self.main, self.prologue, *self.epilogues]:
             if stage is not None:
@@ -328,7 +329,13 @@ class LoopNestGenerator:
         key = ("scratch", elem)
         if key not in self.consts:
             alloca = memref.AllocaOp.get(elem, 64, [max(self.w, 1)])
-            Builder(InsertPoint.before(self.anchor)).insert(alloca)
+            # at the very start of the function: an alloca in LLVM's entry block is promoted to
+            # registers; one after earlier loops would be a dynamic stack allocation
+            entry = self.op.parent_block()
+            while entry is not None and not isinstance(entry.parent_op(), func.FuncOp):
+                entry = entry.parent_op().parent_block()  # type: ignore[union-attr]
+            at = InsertPoint.at_start(entry) if entry is not None else InsertPoint.before(self.anchor)
+            Builder(at).insert(alloca)
             self.consts[key] = alloca.memref
         return self.consts[key]
 
@@ -364,8 +371,8 @@ class LoopNestGenerator:
             vec = self.b.insert(vector.InsertOp(x, vec, [lane], vec.type)).result
         return vec
 
-    def store(self, value: SSAValue, pos: list[Pos], width: int) -> None:
-        i = self.store_index
+    def store(self, value: SSAValue, pos: list[Pos], width: int, index: int | None = None) -> None:
+        i = self.store_index if index is None else index
         a = self.accesses[i]
         if width == 1:
             self.b.insert(memref.StoreOp.get(value, a.value, self.operand_indices(i, pos)))
@@ -498,7 +505,37 @@ class LoopNestGenerator:
         if t == 0 or t >= size[d]:
             self.tile_level(k + 1, start, size)
             return
-        self.split(d, t, start, size, lambda st, sz: self.tile_level(k + 1, st, sz))
+        inner = lambda st, sz: self.tile_level(k + 1, st, sz)  # noqa: E731
+        if self.info.iterators[d] == "reduction" and (self.prologue or self.epilogues):
+            self.split_reduction(d, t, start, size, inner)
+        else:
+            self.split(d, t, start, size, inner)
+
+    def split_reduction(self, d: int, step: int, start: list[Pos], size: list[int], inner) -> None:
+        """Reduction tiles with fused stages: the first tile starts from the prologue, the last
+        applies the epilogues; the tiles between carry partial sums through the output buffer."""
+        nfull, rem = divmod(size[d], step)
+        pieces = [(o, step) for o in range(0, nfull * step, step)] + ([(nfull * step, rem)] if rem else [])
+        first, last = pieces[0], pieces[-1]
+        middle = pieces[1:-1]
+        saved = (self.first_tile, self.last_tile)
+        base = start[d]
+        self.first_tile, self.last_tile = True, len(pieces) == 1
+        inner(_with(start, d, (base[0], base[1] + first[0])), _with(size, d, first[1]))
+        self.first_tile = self.last_tile = False
+        if middle:  # all full tiles: one loop
+            lb = self.pos_value((base[0], base[1] + middle[0][0]))
+            ub = self.pos_value((base[0], base[1] + middle[-1][0] + step))
+
+            def body(iv: SSAValue, _: list[SSAValue]) -> list[SSAValue]:
+                inner(_with(start, d, (iv, 0)), _with(size, d, step))
+                return []
+
+            self.for_loop(lb, ub, step, [], body)
+        if len(pieces) > 1:
+            self.last_tile = True
+            inner(_with(start, d, (base[0], base[1] + last[0])), _with(size, d, last[1]))
+        self.first_tile, self.last_tile = saved
 
     def split(self, d: int, step: int, start: list[Pos], size: list[int], inner) -> None:
         """Full blocks of `step` along loop d in an scf.for, then the remainder block peeled."""
@@ -549,12 +586,16 @@ class LoopNestGenerator:
             for pos, width in tiles:
                 self.store(self.eval_body(pos, width, None), pos, width)
             return
-        if self.prologue is not None:  # the initial value is computed in registers
+        partial = len(self.info.accesses) - 1  # the reduction's own output buffer
+        if self.prologue is not None and self.first_tile:  # the initial value, in registers
             accs = [self.eval_body(pos, width, None, self.prologue) for pos, width in tiles]
         else:
-            accs = [self.load(len(self.info.accesses) - 1, pos, width) for pos, width in tiles]
+            accs = [self.load(partial, pos, width) for pos, width in tiles]
         accs = self.reduction_level(reds, 0, start, size, tiles, accs)
         for (pos, width), acc in zip(tiles, accs):
+            if not self.last_tile:  # a partial sum: back to the output buffer
+                self.store(acc, pos, width, partial)
+                continue
             for stage in self.epilogues:  # applied to the finished accumulator, in registers
                 acc = self.eval_body(pos, width, acc, stage)
             self.store(acc, pos, width)
@@ -620,9 +661,9 @@ def lower_kernel(op: linalg.GenericOp, fusion: Fusion | None = None) -> None:
     if sched.vector >= 0 and info.iterators[sched.vector] != "parallel":
         raise DiagnosticException("convert-linalg-to-loops: only parallel loops can be vectorized")
     if fusion is not None:
-        # the fused stages run once per finished accumulator: reductions are not split into
-        # cache tiles (each tile would restart from the prologue / apply the epilogue)
-        tile = tuple(0 if it == "reduction" else t for t, it in zip(sched.tile, info.iterators))
+        # fused stages know the first and last reduction tile of one reduction loop only
+        reds = [d for d in sched.order if info.iterators[d] == "reduction" and 0 < sched.tile[d] < info.extents[d]]
+        tile = tuple(0 if d in reds[1:] else t for d, t in enumerate(sched.tile))
         sched = replace(sched, tile=tile)
     LoopNestGenerator(info, sched, fusion).generate()
     if fusion is not None:

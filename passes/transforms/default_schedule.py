@@ -25,6 +25,7 @@ from passes.analysis.kernel_access import KernelInfo, analyze_kernel
 MAX_ACCUMULATORS = 16
 REDUCTION_TILE = 512
 VECTOR_LOOP_TILE = 256
+MAX_REDUCTION_UNROLL = 8
 
 
 @functools.cache
@@ -140,6 +141,11 @@ def default_schedule(info: KernelInfo, width: int | None = None) -> Schedule:
             if t < extents[d]:
                 tile[d] = t
                 rest = inner * t
+        # a short innermost reduction loop (a conv window row) is unrolled: its loop overhead
+        # would otherwise rival the FMAs of one step
+        last = info.reduction_loops[-1]
+        if extents[last] <= MAX_REDUCTION_UNROLL and v >= 0:
+            unroll[last] = extents[last]
     order = info.parallel_loops + info.reduction_loops
     return Schedule(tuple(tile), tuple(order), tuple(unroll), v, width if v >= 0 else 1)
 

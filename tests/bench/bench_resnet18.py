@@ -1,5 +1,6 @@
 """Not a unit test: ResNet-18 (the zoo's shape, random weights) compile time and untuned single-thread
-latency, ziggurat against onnxruntime (intra_op_num_threads=1) measured in the same run.
+latency, ziggurat against onnxruntime (intra_op_num_threads=1) and against ziggurat without its
+graph-level passes (folding, fusion), all measured in the same run, in alternating rounds.
 
 Run: python tests/bench/bench_resnet18.py [--size 224] [--seconds 2] [--json]
 
@@ -79,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
 
     proto = zoo.resnet18(batch=args.batch, size=args.size)
     stats = kernel_stats(proto)
-    r = bench_model(proto, threads=1, seconds=args.seconds)
+    r = bench_model(proto, threads=1, seconds=args.seconds, compare_unoptimized=True)
     gflop = model_gflop(proto)
     result = {
         **r,
@@ -102,6 +103,8 @@ def main(argv: list[str] | None = None) -> int:
             ("ziggurat, 1 thread", f"{r['ziggurat_ms']:.2f} ms", f"{result['ziggurat_gflops']:.1f} GFLOP/s"),
             ("onnxruntime, 1 thread", f"{r['onnxruntime_ms']:.2f} ms", f"{result['onnxruntime_gflops']:.1f} GFLOP/s"),
             ("ratio (ziggurat / ort)", f"{r['ratio']:.2f}x", "latency; < 1 is faster than onnxruntime"),
+            ("without graph passes", f"{r['ziggurat_unoptimized_ms']:.2f} ms",
+             f"no folding/fusion: graph passes give {r['graph_opt_speedup']:.2f}x"),
             ("max |ours - ort|", f"{r['max_abs_err']:.2e}", ""),
         ]
         for name, value, note in rows:

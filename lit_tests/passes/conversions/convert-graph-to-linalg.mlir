@@ -4,8 +4,14 @@
 // CHECK-SAME:    {ziggurat.name = "input"}
 // CHECK-SAME:    {ziggurat.name = "output"}
 // CHECK:         %[[BIAS:[a-z0-9_]+]] = arith.constant dense<[1.000000e+00, 2.000000e+00, 3.000000e+00, 4.000000e+00]> : tensor<4xf32>
-// CHECK:         %[[PADINIT:[a-z0-9_]+]] = linalg.fill ins(%{{.*}} : f32) outs(%{{.*}} : tensor<1x4x8x8xf32>)
-// CHECK:         %[[PAD:[a-z0-9_]+]] = tensor.insert_slice %{{.*}} into %[[PADINIT]][0, 0, 1, 1] [1, 4, 6, 6] [1, 1, 1, 1]
+// Padding fills only the border (four non-overlapping slabs), then copies the input inside.
+// CHECK:         %[[E:[a-z0-9_]+]] = tensor.empty() : tensor<1x4x8x8xf32>
+// CHECK:         %[[TOP:[a-z0-9_]+]] = linalg.fill ins(%{{.*}} : f32) outs(%{{.*}} : tensor<1x4x1x8xf32>)
+// CHECK:         %[[P1:[a-z0-9_]+]] = tensor.insert_slice %[[TOP]] into %[[E]][0, 0, 0, 0] [1, 4, 1, 8] [1, 1, 1, 1]
+// CHECK:         %[[P2:[a-z0-9_]+]] = tensor.insert_slice %{{.*}} into %[[P1]][0, 0, 7, 0] [1, 4, 1, 8] [1, 1, 1, 1]
+// CHECK:         %[[P3:[a-z0-9_]+]] = tensor.insert_slice %{{.*}} into %[[P2]][0, 0, 1, 0] [1, 4, 6, 1] [1, 1, 1, 1]
+// CHECK:         %[[P4:[a-z0-9_]+]] = tensor.insert_slice %{{.*}} into %[[P3]][0, 0, 1, 7] [1, 4, 6, 1] [1, 1, 1, 1]
+// CHECK:         %[[PAD:[a-z0-9_]+]] = tensor.insert_slice %{{.*}} into %[[P4]][0, 0, 1, 1] [1, 4, 6, 6] [1, 1, 1, 1]
 // CHECK:         %[[X5:[a-z0-9_]+]] = tensor.expand_shape %[[PAD]] {{.*}} into tensor<1x2x2x8x8xf32>
 // CHECK:         %[[W:[a-z0-9_]+]] = arith.constant dense<1.000000e+00> : tensor<2x2x3x3x2xf32>
 // CHECK:         %[[B2:[a-z0-9_]+]] = tensor.expand_shape %[[BIAS]] {{.*}} into tensor<2x2xf32>
