@@ -14,19 +14,25 @@ from passes.analysis.kernel_access import KernelInfo, analyze_kernel
 from passes.transforms.default_schedule import default_schedule
 
 
-def target_kernels(module: ModuleOp, kernel: str) -> Iterator[linalg.GenericOp]:
-    """linalg.generic ops inside `func.func @kernel` (every function when kernel is empty)."""
+def target_kernels(module: ModuleOp, kernel: str, index: int = -1) -> Iterator[linalg.GenericOp]:
+    """linalg.generic ops inside `func.func @kernel` (every function when kernel is empty); with
+    `index` >= 0 only the index-th generic of each function (a fused kernel holds several)."""
     for f in module.walk():
         if isinstance(f, func.FuncOp) and (not kernel or f.sym_name.data == kernel):
-            yield from (op for op in f.walk() if isinstance(op, linalg.GenericOp))
+            generics = [op for op in f.walk() if isinstance(op, linalg.GenericOp)]
+            yield from (generics if index < 0 else generics[index : index + 1])
 
 
 def edit_schedules(
-    module: ModuleOp, kernel: str, pass_name: str, edit: Callable[[Schedule, KernelInfo], Schedule]
+    module: ModuleOp,
+    kernel: str,
+    pass_name: str,
+    edit: Callable[[Schedule, KernelInfo], Schedule],
+    index: int = -1,
 ) -> None:
     """Apply `edit` to the schedule of every targeted kernel (the default one when it has none)."""
     found = False
-    for op in target_kernels(module, kernel):
+    for op in target_kernels(module, kernel, index):
         found = True
         info = analyze_kernel(op)
         attr = op.attributes.get(SCHEDULE_ATTR_NAME)

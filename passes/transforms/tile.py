@@ -17,9 +17,12 @@ class TilePass(ModulePass):
 
     sizes: tuple[int, ...] = ()
     kernel: str = ""
+    op: int = -1
+    """Only the op-th linalg.generic of each targeted function (-1: all of them)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         edit_schedules(
             op, self.kernel, self.name,
             lambda s, info: replace(s, tile=per_loop(self.sizes, info, "tile sizes")),
+            self.op,
         )

@@ -22,9 +22,12 @@ class UnrollJamPass(ModulePass):
 
     factors: tuple[int, ...] = ()
     kernel: str = ""
+    op: int = -1
+    """Only the op-th linalg.generic of each targeted function (-1: all of them)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         edit_schedules(
             op, self.kernel, self.name,
             lambda s, info: replace(s, unroll=per_loop(self.factors, info, "unroll factors")),
+            self.op,
         )

@@ -25,6 +25,8 @@ class VectorizePass(ModulePass):
     width: int = 0
     """f32 lanes; 0 = the host CPU's widest."""
     kernel: str = ""
+    op: int = -1
+    """Only the op-th linalg.generic of each targeted function (-1: all of them)."""
 
     def _edit(self, s: Schedule, info: KernelInfo) -> Schedule:
         if self.dim < 0:
@@ -41,4 +43,4 @@ class VectorizePass(ModulePass):
         return replace(s, vector=self.dim, width=width, unroll=tuple(unroll))
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        edit_schedules(op, self.kernel, self.name, self._edit)
+        edit_schedules(op, self.kernel, self.name, self._edit, self.op)

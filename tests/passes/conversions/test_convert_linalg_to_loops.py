@@ -226,3 +226,55 @@ func.func @kernel(%x: memref<5x40xf32>, %y: memref<5x40xf32>) {
     x = RNG.standard_normal((5, 40)).astype(np.float32)
     got = run_kernel(src, ["default-schedule{width=16}"], [x], (5, 40))
     np.testing.assert_array_equal(got, np.maximum(x, 0))
+
+
+def fused_src(m: int, k: int, n: int, private: str) -> str:
+    """A kernel as outline-kernels makes it from a fused group: bias init, matmul, +residual, relu.
+    Argument 3 (the matmul's output) is private when `private` lists it."""
+    attr = f" attributes {{ziggurat.private_args = array<i64: {private}>}}" if private else ""
+    return f"""
+func.func @kernel(%a: memref<{m}x{k}xf32>, %b: memref<{k}x{n}xf32>, %bias: memref<{n}xf32>, %t: memref<{m}x{n}xf32>, %res: memref<{m}x{n}xf32>, %y: memref<{m}x{n}xf32>){attr} {{
+  linalg.generic {{indexing_maps = [affine_map<(i, j) -> (j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]}} ins(%bias : memref<{n}xf32>) outs(%t : memref<{m}x{n}xf32>) {{
+  ^bb0(%x: f32, %o: f32):
+    linalg.yield %x : f32
+  }}
+  linalg.generic {{indexing_maps = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (k, n)>, affine_map<(m, n, k) -> (m, n)>], iterator_types = ["parallel", "parallel", "reduction"]}} ins(%a, %b : memref<{m}x{k}xf32>, memref<{k}x{n}xf32>) outs(%t : memref<{m}x{n}xf32>) {{{BODY_MAC}  }}
+  linalg.generic {{indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]}} ins(%t, %res : memref<{m}x{n}xf32>, memref<{m}x{n}xf32>) outs(%y : memref<{m}x{n}xf32>) {{
+  ^bb0(%p: f32, %r: f32, %o: f32):
+    %s = arith.addf %p, %r : f32
+    %z = arith.constant 0.0 : f32
+    %q = arith.maximumf %s, %z : f32
+    linalg.yield %q : f32
+  }}
+  func.return
+}}"""
+
+
+@pytest.mark.parametrize("k_tile", [0, 4, 5, 16])
+@pytest.mark.parametrize("private", ["3", ""])
+def test_fused_prologue_and_epilogue(k_tile: int, private: str) -> None:
+    """The initializer runs in registers, the epilogue on the finished accumulator; with reduction
+    cache tiles the partial sums go through the output buffer between the first and last tile."""
+    m, k, n = 6, 17, 40
+    src = fused_src(m, k, n, private)
+    ctx = make_context()
+    module = Parser(ctx, src).parse_module()
+    run_passes(ctx, module, ["default-schedule{width=16}", f"tile{{sizes=0,0,{k_tile} op=1}}", "convert-linalg-to-loops"])
+    text = str(module)
+    assert text.count("vector.fma") > 0
+    loops_of_kernel = text.count("scf.for")
+    a = RNG.standard_normal((m, k)).astype(np.float32)
+    b = RNG.standard_normal((k, n)).astype(np.float32)
+    bias = RNG.standard_normal(n).astype(np.float32)
+    res = RNG.standard_normal((m, n)).astype(np.float32)
+    module = Parser(make_context(), src).parse_module()
+    ctx = make_context()
+    run_passes(ctx, module, ["default-schedule{width=16}", f"tile{{sizes=0,0,{k_tile} op=1}}", "convert-linalg-to-loops", *LEVEL_PASSES["llvm-dialect"]])
+    t = aligned_empty((m, n))
+    y = aligned_empty((m, n))
+    compile_module(module).function("kernel")(*[aligned_copy(x) for x in (a, b, bias)], t, aligned_copy(res), y)
+    ref = np.maximum(a @ b + bias + res, 0)
+    np.testing.assert_allclose(y, ref, rtol=1e-4, atol=1e-5)
+    if not private:  # T escapes the kernel: the epilogue stays a loop nest of its own, T is exact
+        np.testing.assert_allclose(t, a @ b + bias, rtol=1e-4, atol=1e-5)
+    assert loops_of_kernel > 0
