@@ -741,11 +741,15 @@ def find_fusion(g: linalg.GenericOp, vectorized: bool) -> Fusion | None:
     epilogues: list[linalg.GenericOp] = []
     chain: dict[linalg.GenericOp, int] = {}
     current = t
-    while _root_arg(current) in private and current is _root_arg(current):
-        readers = [u.operation for u in current.uses if u.operation not in (g, prologue, *epilogues)]
+    while True:
+        readers = list(dict.fromkeys(u.operation for u in current.uses if u.operation not in (g, prologue, *epilogues)))
         if len(readers) != 1 or not isinstance(readers[0], linalg.GenericOp):
             break
         e = readers[0]
+        # the running value never reaches memory: fine when nobody else reads it after the kernel
+        # (a private argument) or when the epilogue overwrites it in place
+        if not ((current in private and current is _root_arg(current)) or list(e.outputs) == [current]):
+            break
         ins = list(e.inputs)
         if ins.count(current) != 1 or not _is_identity_parallel(e, current):
             break
@@ -782,21 +786,23 @@ class ConvertLinalgToLoopsPass(ModulePass):
             Builder(InsertPoint.before(fill)).insert(generic)
             fill.detach()
             fill.erase()
+        generics = [o for o in op.walk() if isinstance(o, linalg.GenericOp)]
+        if any(g.results for g in generics):
+            raise DiagnosticException("convert-linalg-to-loops expects linalg.generic on memrefs (run bufferize first)")
+        plans: dict[Operation, Fusion] = {}
         fused: set[Operation] = set()
-        for g in [o for o in op.walk() if isinstance(o, linalg.GenericOp)]:
+        for g in generics if self.fuse else []:  # decide every fusion before lowering anything
             if g in fused:
                 continue
-            if g.results:
-                raise DiagnosticException("convert-linalg-to-loops expects linalg.generic on memrefs (run bufferize first)")
-            fusion = None
-            if self.fuse:
-                attr = g.attributes.get(SCHEDULE_ATTR_NAME)
-                info = analyze_kernel(g)
-                sched = attr.schedule() if isinstance(attr, ScheduleAttr) else default_schedule(info)
-                fusion = find_fusion(g, sched.vector >= 0)
+            attr = g.attributes.get(SCHEDULE_ATTR_NAME)
+            sched = attr.schedule() if isinstance(attr, ScheduleAttr) else default_schedule(analyze_kernel(g))
+            fusion = find_fusion(g, sched.vector >= 0)
             if fusion is not None:
+                plans[g] = fusion
                 fused.update(x for x in [fusion.prologue, *fusion.epilogues] if x is not None)
-            lower_kernel(g, fusion)
+        for g in generics:
+            if g not in fused:
+                lower_kernel(g, plans.get(g))
 
 
 __all__ = ["ConvertLinalgToLoopsPass", "lower_kernel"]

@@ -8,6 +8,8 @@ is a direct, in-order rewrite of `@main`:
 * every DPS op (linalg.fill / linalg.generic) writes into the buffer of its `outs` tensor, in
   place when that tensor (and everything sharing its buffer) is dead afterwards, else into a
   fresh buffer (filled by a copy first when the body reads the init value);
+* an elementwise generic whose init is a fresh `tensor.empty` overwrites a dead, same-typed
+  intermediate input instead (see `elementwise_in_place_input` for why that is safe);
 * reshapes and slices become memref views; insert_slice becomes subview + copy;
 * a late copy-elision step makes producers write straight into insert_slice destinations and
   out-params (copy-free concat/pad, last kernel writes the output);
@@ -321,11 +323,78 @@ class _Bufferizer:
             n += 1
         return f"__constant_{n}"
 
+    def elementwise_in_place_input(
+        self, op: GenericOp, k: int, i: int, taken: set[SSAValue]
+    ) -> SSAValue | None:
+        """The buffer of an input that elementwise op `i` may overwrite with its output `k`.
+
+        Reusing an input buffer for the result of an elementwise kernel is safe when every
+        output element is computed only from the input elements at the *same* position and the
+        input is dead afterwards: each position is read before it is written, and no other
+        position ever reads it again. Concretely:
+
+        * the op has only parallel iterators, output `k` has the identity map, and its init is a
+          fresh `tensor.empty` whose block argument is unused (nothing reads the init);
+        * the input has the identity map and exactly the output's memref type (shape, element
+          type, identity layout), so position p of the input is position p of the output;
+        * the input's buffer is a planned intermediate (an arena view), never a function
+          argument, a global constant or an out-param, and no output of this op already took it;
+        * no tensor living in that buffer (the input, its views and aliases) is used after op
+          `i`, and at op `i` they are only read as inputs;
+        * every other input reading that buffer is the same memref with the identity map (so
+          `x * x` is fine), and the body reads nothing of it through `tensor.extract`
+          (gathers read across positions).
+
+        Returns None when no input qualifies; the caller then allocates a fresh buffer.
+        """
+        init = op.outputs[k]
+        n_in = len(op.inputs)
+        maps = [m.data for m in op.indexing_maps]
+        if not isinstance(init.owner, tensor.EmptyOp) or op.body.block.args[n_in + k].uses:
+            return None
+        if any(it.data.value != "parallel" for it in op.iterator_types):  # type: ignore[union-attr]
+            return None
+        out_map = maps[n_in + k]
+        if out_map != AffineMap.identity(out_map.num_dims):
+            return None
+        out_type = tensor_to_memref(cast(TensorType[Attribute], init.type))
+        nested = {o for region in op.regions for n in region.walk() for o in n.operands}
+        for j, value in enumerate(op.inputs):
+            buf = self.vmap.get(value)
+            if buf is None or buf.type != out_type or maps[j] != out_map:
+                continue
+            root = self.base[buf]
+            if root in taken or not any(v.result is root for v in self.plan_views):
+                continue
+            residents = self.residents.get(root, [])
+            if any(
+                self.last_use.get(t, -1) > i
+                or any(role != "read" for role in self.roles.get((t, i), []))
+                for t in residents
+            ):
+                continue
+            if any(
+                self.base.get(self.vmap.get(other, other)) is root
+                and (self.vmap.get(other) is not buf or maps[jj] != out_map)
+                for jj, other in enumerate(op.inputs)
+            ):
+                continue
+            if any(t in nested for t in residents):
+                continue
+            return buf
+        return None
+
     def generic(self, op: GenericOp, i: int) -> None:
         outs: list[SSAValue] = []
         block = op.body.block
         n_in = len(op.inputs)
+        taken: set[SSAValue] = set()
         for k, init in enumerate(op.outputs):
+            reuse = self.elementwise_in_place_input(op, k, i, taken)
+            if reuse is not None:
+                taken.add(self.base[reuse])
+                outs.append(reuse)
+                continue
             reads_init = bool(block.args[n_in + k].uses)
             outs.append(self.dest_buffer(init, i, needs_content=reads_init))
         mapper = dict(self.vmap)
