@@ -185,16 +185,22 @@ class CompiledModel:
         return lambda: fn(*args, *outs)
 
 
-def compile_module(module: ModuleOp, ctx: Context | None = None, optimize: bool = False) -> CompiledModel:
-    """Compile a graph-level module to a runnable CompiledModel (as it is, unless `optimize`)."""
-    from compiler.backends.llvm_cpu import compile_module as compile_llvm
+def compile_module(
+    module: ModuleOp, ctx: Context | None = None, optimize: bool = False, jobs: int | None = None
+) -> CompiledModel:
+    """Compile a graph-level module to a runnable CompiledModel (as it is, unless `optimize`).
 
+    Kernels are lowered and compiled by `jobs` worker processes (default: one per core).
+    """
+    from compiler.parallel_compile import compile_split, default_workers
+
+    ctx = ctx or make_context()
     timings: dict[str, float] = {}
     ins, outs = _signature(module)
-    lower(module, "llvm-dialect", ctx, timings, optimize=optimize)
+    lower(module, "loops", ctx, timings, optimize=optimize)
     t0 = time.perf_counter()
-    program = compile_llvm(module)
-    timings["machine-code"] = time.perf_counter() - t0
+    program, _ = compile_split(module, ctx, jobs or default_workers())
+    timings["llvm+machine-code"] = time.perf_counter() - t0
     return CompiledModel(ins, outs, program, timings)
 
 

@@ -14,7 +14,7 @@ import ctypes
 import itertools
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -369,14 +369,26 @@ class LLVMCPUProgram:
         return sum(self.timings.values())
 
 
-def compile_module(module: ModuleOp) -> LLVMCPUProgram:
-    """Translate, optimize (O3, host CPU) and JIT an LLVM-dialect module."""
+def compile_object(module: ModuleOp) -> bytes:
+    """Optimized machine code of a self-contained LLVM-dialect module, as an object file: what a
+    worker process returns when kernels are compiled in parallel (see compile_module's objects)."""
+    mod, tm, bound, _ = _build(module, prefix="")
+    if bound:
+        raise ValueError("compile_object: a module with bound constants must be compiled by compile_module")
+    return tm.emit_object(mod)
+
+
+def compile_module(module: ModuleOp, objects: Sequence[bytes] = ()) -> LLVMCPUProgram:
+    """Translate, optimize (O3, host CPU) and JIT an LLVM-dialect module, linked with `objects`
+    (kernels compiled by compile_object) that define the functions it only declares."""
     prefix = f"__zg{next(_program_ids)}_"
     mod, tm, bound, timings = _build(module, prefix)
     t0 = time.perf_counter()
     for symbol, array in bound.items():
         llvm.add_symbol(symbol, array.ctypes.data)
     engine = llvm.create_mcjit_compiler(mod, tm)
+    for obj in objects:
+        engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
     engine.finalize_object()
     timings["jit_s"] = time.perf_counter() - t0
     signatures: dict[str, tuple[list[Any], Any]] = {}

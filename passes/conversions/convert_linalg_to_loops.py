@@ -512,29 +512,28 @@ class LoopNestGenerator:
             self.split(d, t, start, size, inner)
 
     def split_reduction(self, d: int, step: int, start: list[Pos], size: list[int], inner) -> None:
-        """Reduction tiles with fused stages: the first tile starts from the prologue, the last
-        applies the epilogues; the tiles between carry partial sums through the output buffer."""
+        """Reduction tiles with fused epilogues: every tile but the last carries partial sums
+        through the output buffer; the last applies the epilogues before the final store."""
         nfull, rem = divmod(size[d], step)
         pieces = [(o, step) for o in range(0, nfull * step, step)] + ([(nfull * step, rem)] if rem else [])
-        first, last = pieces[0], pieces[-1]
-        middle = pieces[1:-1]
+        last, before = pieces[-1], pieces[:-1]
         saved = (self.first_tile, self.last_tile)
         base = start[d]
-        self.first_tile, self.last_tile = True, len(pieces) == 1
-        inner(_with(start, d, (base[0], base[1] + first[0])), _with(size, d, first[1]))
-        self.first_tile = self.last_tile = False
-        if middle:  # all full tiles: one loop
-            lb = self.pos_value((base[0], base[1] + middle[0][0]))
-            ub = self.pos_value((base[0], base[1] + middle[-1][0] + step))
+        self.first_tile, self.last_tile = self.prologue is not None, False
+        if len(before) == 1:
+            inner(_with(start, d, (base[0], base[1] + before[0][0])), _with(size, d, step))
+        elif before:  # all full tiles: one loop
+            assert self.prologue is None, "a fused prologue needs the first tile peeled"
+            lb = self.pos_value((base[0], base[1]))
+            ub = self.pos_value((base[0], base[1] + before[-1][0] + step))
 
             def body(iv: SSAValue, _: list[SSAValue]) -> list[SSAValue]:
                 inner(_with(start, d, (iv, 0)), _with(size, d, step))
                 return []
 
             self.for_loop(lb, ub, step, [], body)
-        if len(pieces) > 1:
-            self.last_tile = True
-            inner(_with(start, d, (base[0], base[1] + last[0])), _with(size, d, last[1]))
+        self.first_tile, self.last_tile = len(pieces) == 1, True
+        inner(_with(start, d, (base[0], base[1] + last[0])), _with(size, d, last[1]))
         self.first_tile, self.last_tile = saved
 
     def split(self, d: int, step: int, start: list[Pos], size: list[int], inner) -> None:
@@ -673,6 +672,15 @@ def lower_kernel(op: linalg.GenericOp, fusion: Fusion | None = None) -> None:
                 fused.erase()
 
 
+def _tiled_reduction(sched: Schedule, g: linalg.GenericOp) -> bool:
+    """Whether a reduction loop of g is split into cache tiles by its schedule."""
+    extents = analyze_kernel(g).extents
+    return any(
+        it.data == IteratorType.REDUCTION and 0 < sched.tile[d] < extents[d]
+        for d, it in enumerate(g.iterator_types)
+    )
+
+
 def _body_vectorizable(block: Block) -> bool:
     """Elementwise arith/math only, no comparison of lane values (see vectorizable_along)."""
     varying = set(block.args)
@@ -797,6 +805,10 @@ class ConvertLinalgToLoopsPass(ModulePass):
             attr = g.attributes.get(SCHEDULE_ATTR_NAME)
             sched = attr.schedule() if isinstance(attr, ScheduleAttr) else default_schedule(analyze_kernel(g))
             fusion = find_fusion(g, sched.vector >= 0)
+            if fusion is not None and _tiled_reduction(sched, g):
+                # with reduction cache tiles the initializer stays a loop nest of its own: fusing it
+                # too would need a third copy of the nest for the first tile (compile time)
+                fusion = replace(fusion, prologue=None) if fusion.epilogues else None
             if fusion is not None:
                 plans[g] = fusion
                 fused.update(x for x in [fusion.prologue, *fusion.epilogues] if x is not None)
