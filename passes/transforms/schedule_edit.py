@@ -20,6 +20,10 @@ def target_kernels(module: ModuleOp, kernel: str, index: int = -1) -> Iterator[l
     for f in module.walk():
         if isinstance(f, func.FuncOp) and (not kernel or f.sym_name.data == kernel):
             generics = [op for op in f.walk() if isinstance(op, linalg.GenericOp)]
+            if index >= len(generics) and generics:
+                raise DiagnosticException(
+                    f"op={index} is out of range: @{f.sym_name.data} has {len(generics)} linalg.generic ops"
+                )
             yield from (generics if index < 0 else generics[index : index + 1])
 
 

@@ -1,0 +1,336 @@
+"""The search space of one kernel's anchor generic: knobs over `#sched.schedule` values.
+
+A config is a small JSON-serializable dict (keys in sorted order):
+
+    vector: the vector loop (-1 = scalar code)
+    reg:    register tile per loop (parallel loops; the vector loop's counts elements and is a
+            multiple of the width; 1 for reduction loops)
+    tile:   cache tile per loop (0 = untiled); a parallel loop's is a multiple of its register tile
+    unroll: unroll factor of the innermost reduction loop (1 without reductions)
+    order:  loop order of the tile loops (parallel loops in original order, the reduction loops
+            inserted at one position)
+
+Every config is a valid schedule (Schedule.check) with at most MAX_ACCUMULATORS register-tile
+accumulators, and replays as tile/interchange/vectorize/unroll-jam pass specs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import random
+
+from dialects.sched import Schedule
+from passes.analysis.kernel_access import KernelInfo
+from passes.transforms.default_schedule import (
+    default_schedule,
+    host_vector_width,
+    vectorizable_along,
+)
+
+SPACE_VERSION = 1
+MAX_ACCUMULATORS = 24
+SMALL_REG = (1, 2, 3, 4, 6, 8)
+MAX_REG = 24
+MAX_VECTORS = 8
+MAX_TILE_CANDIDATES = 8
+REDUCTION_UNROLLS = (1, 2, 4, 8)
+MIN_TILED_REDUCTION = 8
+
+Config = dict[str, list[int] | int]
+
+
+def _divisors(n: int) -> list[int]:
+    return [k for k in range(1, n + 1) if n % k == 0]
+
+
+def _spread(values: list[int], limit: int) -> list[int]:
+    """At most `limit` of the sorted `values`, evenly spread (the ends kept)."""
+    if len(values) <= limit:
+        return values
+    idx = sorted({round(i * (len(values) - 1) / (limit - 1)) for i in range(limit)})
+    return [values[i] for i in idx]
+
+
+class SearchSpace:
+    """Knobs and their candidates, built from the anchor's KernelInfo."""
+
+    def __init__(self, info: KernelInfo, width: int | None = None):
+        self.info = info
+        self.width = width or host_vector_width()
+        self.n = info.num_loops
+        self.extents = list(info.extents)
+        self.parallel = info.parallel_loops
+        self.reductions = info.reduction_loops
+        self.default = default_schedule(info, self.width)
+        d0 = self.default
+        w = self.width
+        e = self.extents
+        self.vectors = [-1] + [d for d in self.parallel if e[d] >= 2 and vectorizable_along(info, d)]
+        # register-tile candidates of each parallel loop, scalar and as the vector loop
+        self.reg_scalar: dict[int, list[int]] = {}
+        self.reg_vector: dict[int, list[int]] = {}
+        for d in self.parallel:
+            cands = {k for k in _divisors(e[d]) if k <= MAX_REG} | {k for k in SMALL_REG if k <= e[d]}
+            if d != d0.vector and d0.unroll[d] <= MAX_ACCUMULATORS:
+                cands.add(d0.unroll[d])
+            self.reg_scalar[d] = sorted(cands)
+            nvec = max(1, min(math.ceil(e[d] / w), MAX_VECTORS))
+            vcands = {k * w for k in range(1, nvec + 1)}
+            if d == d0.vector:
+                vcands.add(d0.unroll[d])
+            self.reg_vector[d] = sorted(vcands)
+        # cache-tile candidates: proper divisors (a parallel loop's also a multiple of its register tile)
+        self.tile_cands: dict[int, list[int]] = {}
+        for d in range(self.n):
+            if info.iterators[d] == "reduction" and e[d] < MIN_TILED_REDUCTION:
+                cands = []
+            else:
+                cands = [k for k in _divisors(e[d]) if 1 < k < e[d]]
+                cands = _spread(cands, MAX_TILE_CANDIDATES)
+            if 0 < d0.tile[d] < e[d] and d0.tile[d] not in cands:
+                cands = sorted([*cands, d0.tile[d]])
+            self.tile_cands[d] = cands
+        # unroll of the innermost reduction loop
+        if self.reductions:
+            last = e[self.reductions[-1]]
+            u = {k for k in REDUCTION_UNROLLS if k <= last}
+            if last <= max(REDUCTION_UNROLLS):
+                u.add(last)
+            u.add(d0.unroll[self.reductions[-1]])
+            self.unrolls = sorted(u)
+        else:
+            self.unrolls = [1]
+        # loop orders: parallel loops in order, the reduction loops inserted at one position
+        if self.reductions:
+            p, r = self.parallel, self.reductions
+            self.orders = [p[:k] + r + p[k:] for k in range(len(p) + 1)]
+        else:
+            self.orders = [list(range(self.n))]
+        self.size = self._count()
+
+    # -- candidates under constraints --------------------------------------------------------
+
+    def reg_candidates(self, d: int, vector: int) -> list[int]:
+        return self.reg_vector[d] if d == vector else self.reg_scalar[d]
+
+    def tile_candidates(self, d: int, reg: int) -> list[int]:
+        """Cache tiles of loop d allowed with register tile `reg` (0 always is)."""
+        if self.info.iterators[d] == "reduction":
+            return [0, *self.tile_cands[d]]
+        return [0, *(t for t in self.tile_cands[d] if t > reg and t % reg == 0)]
+
+    def acc_factor(self, d: int, reg: int, vector: int) -> int:
+        return math.ceil(reg / self.width) if d == vector else reg
+
+    def accumulators(self, config: Config) -> int:
+        reg, v = config["reg"], config["vector"]
+        assert isinstance(reg, list) and isinstance(v, int)
+        return math.prod(self.acc_factor(d, reg[d], v) for d in self.parallel)
+
+    def _count(self) -> int:
+        total = 0
+        for v in self.vectors:
+            # DP over parallel loops: accumulator product -> number of (reg, tile) choices
+            ways = {1: 1}
+            for d in self.parallel:
+                nxt: dict[int, int] = {}
+                for acc, cnt in ways.items():
+                    for r in self.reg_candidates(d, v):
+                        a = acc * self.acc_factor(d, r, v)
+                        if a <= MAX_ACCUMULATORS:
+                            nxt[a] = nxt.get(a, 0) + cnt * len(self.tile_candidates(d, r))
+                ways = nxt
+            total += sum(ways.values())
+        for d in self.reductions:
+            total *= len(self.tile_candidates(d, 1))
+        return total * len(self.unrolls) * len(self.orders)
+
+    # -- configs ------------------------------------------------------------------------------
+
+    @staticmethod
+    def _make(vector: int, reg: list[int], tile: list[int], unroll: int, order: list[int]) -> Config:
+        return {"order": list(order), "reg": list(reg), "tile": list(tile), "unroll": unroll, "vector": vector}
+
+    def sample(self, rng: random.Random) -> Config:
+        v = rng.choice(self.vectors)
+        reg = [1] * self.n
+        tile = [0] * self.n
+        acc = 1
+        loops = list(self.parallel)
+        rng.shuffle(loops)  # no loop is favoured by the accumulator budget
+        for d in loops:
+            cands = [r for r in self.reg_candidates(d, v) if acc * self.acc_factor(d, r, v) <= MAX_ACCUMULATORS]
+            reg[d] = rng.choice(cands)
+            acc *= self.acc_factor(d, reg[d], v)
+            tile[d] = rng.choice(self.tile_candidates(d, reg[d]))
+        for d in self.reductions:
+            tile[d] = rng.choice(self.tile_candidates(d, 1))
+        return self._make(v, reg, tile, rng.choice(self.unrolls), rng.choice(self.orders))
+
+    def _fix_loop(self, cfg: Config, d: int, rng: random.Random, prefer: int | None = None) -> None:
+        """Give parallel loop d a register tile valid for cfg's vector loop and budget, and a
+        compatible cache tile (keeping the current one when it still fits)."""
+        reg, tile, v = cfg["reg"], cfg["tile"], cfg["vector"]
+        assert isinstance(reg, list) and isinstance(tile, list) and isinstance(v, int)
+        others = math.prod(self.acc_factor(e, reg[e], v) for e in self.parallel if e != d)
+        cands = [r for r in self.reg_candidates(d, v) if others * self.acc_factor(d, r, v) <= MAX_ACCUMULATORS]
+        if prefer is not None and prefer in cands:
+            reg[d] = prefer
+        elif reg[d] not in cands:
+            reg[d] = rng.choice(cands)
+        if tile[d] not in self.tile_candidates(d, reg[d]):
+            tile[d] = 0
+
+    def mutate(self, config: Config, rng: random.Random) -> Config:
+        """A neighbour: one knob changed (a dependent knob is repaired when it must be)."""
+        knobs: list[tuple[str, int]] = []
+        if len(self.vectors) > 1:
+            knobs.append(("vector", -1))
+        for d in self.parallel:
+            knobs.append(("reg", d))
+        for d in range(self.n):
+            knobs.append(("tile", d))
+        if len(self.unrolls) > 1:
+            knobs.append(("unroll", -1))
+        if len(self.orders) > 1:
+            knobs.append(("order", -1))
+        rng.shuffle(knobs)
+        for knob, d in knobs:
+            cfg = json.loads(json.dumps(config))
+            reg, tile = cfg["reg"], cfg["tile"]
+            if knob == "vector":
+                old = cfg["vector"]
+                cfg["vector"] = rng.choice([x for x in self.vectors if x != old])
+                new = cfg["vector"]
+                for e in (old, new):
+                    if e >= 0:
+                        # keep the number of register-tile steps along the loop when possible
+                        steps = reg[e] // self.width if e == old else reg[e]
+                        self._fix_loop(cfg, e, rng, prefer=steps * self.width if e == new else steps)
+                if old >= 0:  # the old loop may still exceed the budget with the new vector loop
+                    self._fix_loop(cfg, old, rng)
+                if new >= 0:
+                    self._fix_loop(cfg, new, rng)
+                return self._canonical(cfg)
+            if knob == "reg":
+                v = cfg["vector"]
+                others = math.prod(self.acc_factor(e, reg[e], v) for e in self.parallel if e != d)
+                cands = [
+                    r for r in self.reg_candidates(d, v)
+                    if r != reg[d] and others * self.acc_factor(d, r, v) <= MAX_ACCUMULATORS
+                ]
+                if not cands:
+                    continue
+                reg[d] = rng.choice(cands)
+                if tile[d] not in self.tile_candidates(d, reg[d]):
+                    tile[d] = 0
+                return self._canonical(cfg)
+            if knob == "tile":
+                cands = [t for t in self.tile_candidates(d, reg[d]) if t != tile[d]]
+                if not cands:
+                    continue
+                tile[d] = rng.choice(cands)
+                return self._canonical(cfg)
+            if knob == "unroll":
+                cfg["unroll"] = rng.choice([u for u in self.unrolls if u != cfg["unroll"]])
+                return self._canonical(cfg)
+            if knob == "order":
+                cfg["order"] = rng.choice([o for o in self.orders if o != cfg["order"]])
+                return self._canonical(cfg)
+        return self._canonical(json.loads(json.dumps(config)))  # a space of one config
+
+    def _canonical(self, cfg: Config) -> Config:
+        return self._make(cfg["vector"], cfg["reg"], cfg["tile"], cfg["unroll"], cfg["order"])  # type: ignore[arg-type]
+
+    def contains(self, config: Config) -> bool:
+        """Whether `config` is one of the space's configs."""
+        try:
+            v, reg, tile, unroll, order = (config[k] for k in ("vector", "reg", "tile", "unroll", "order"))
+        except KeyError:
+            return False
+        if set(config) != {"vector", "reg", "tile", "unroll", "order"}:
+            return False
+        if v not in self.vectors or unroll not in self.unrolls or order not in self.orders:
+            return False
+        if not (isinstance(reg, list) and isinstance(tile, list) and len(reg) == len(tile) == self.n):
+            return False
+        for d in range(self.n):
+            if d in self.reductions:
+                if reg[d] != 1 or tile[d] not in self.tile_candidates(d, 1):
+                    return False
+            elif reg[d] not in self.reg_candidates(d, v) or tile[d] not in self.tile_candidates(d, reg[d]):  # type: ignore[arg-type]
+                return False
+        return self.accumulators(config) <= MAX_ACCUMULATORS
+
+    def key(self, config: Config) -> str:
+        return json.dumps(config, sort_keys=True, separators=(",", ":"))
+
+    def to_schedule(self, config: Config) -> Schedule:
+        v, reg, tile, unroll, order = (config[k] for k in ("vector", "reg", "tile", "unroll", "order"))
+        assert isinstance(v, int) and isinstance(reg, list) and isinstance(tile, list)
+        assert isinstance(unroll, int) and isinstance(order, list)
+        u = list(reg)
+        if self.reductions:
+            u[self.reductions[-1]] = unroll
+        return Schedule(tuple(tile), tuple(order), tuple(u), v, self.width if v >= 0 else 1)
+
+    def to_passes(self, config: Config, op_index: int, kernel: str = "") -> list[str]:
+        """Pass specs that turn any schedule of the anchor into to_schedule(config)."""
+        s = self.to_schedule(config)
+        where = f" op={op_index}" + (f' kernel="{kernel}"' if kernel else "")
+
+        def ints(xs: tuple[int, ...]) -> str:
+            return ",".join(str(x) for x in xs)
+
+        # vectorize first: it rounds the vector loop's register tile, which unroll-jam then sets
+        vec = f"vectorize{{dim={s.vector} width={s.width}{where}}}" if s.vector >= 0 else f"vectorize{{dim=-1{where}}}"
+        return [
+            vec,
+            f"unroll-jam{{factors={ints(s.unroll)}{where}}}",
+            f"tile{{sizes={ints(s.tile)}{where}}}",
+            f"interchange{{order={ints(s.order)}{where}}}",
+        ]
+
+    def space_hash(self) -> str:
+        definition = {
+            "version": SPACE_VERSION,
+            "width": self.width,
+            "max_accumulators": MAX_ACCUMULATORS,
+            "extents": self.extents,
+            "iterators": self.info.iterators,
+            "vectors": self.vectors,
+            "reg_scalar": [self.reg_scalar[d] for d in self.parallel],
+            "reg_vector": [self.reg_vector[d] for d in self.parallel],
+            "tiles": [self.tile_cands[d] for d in range(self.n)],
+            "unrolls": self.unrolls,
+            "orders": self.orders,
+        }
+        return hashlib.sha256(json.dumps(definition, sort_keys=True).encode()).hexdigest()
+
+    def default_config(self) -> Config:
+        """The analytic default schedule, projected onto the space."""
+        s = self.default
+        v = s.vector if s.vector in self.vectors else -1
+        order = list(s.order) if list(s.order) in self.orders else self.orders[-1]
+        red_unroll = s.unroll[self.reductions[-1]] if self.reductions else 1
+        if red_unroll not in self.unrolls:
+            red_unroll = max(u for u in self.unrolls if u <= red_unroll)
+        cfg = self._make(v, [1] * self.n, [0] * self.n, red_unroll, order)
+        reg, tile = cfg["reg"], cfg["tile"]
+        assert isinstance(reg, list) and isinstance(tile, list)
+        for d in self.reductions:
+            tile[d] = s.tile[d] if s.tile[d] in self.tile_candidates(d, 1) else 0
+        for d in self.parallel:  # the vector loop first: it owns most of the budget
+            reg[d] = self.reg_candidates(d, v)[0]
+        for d in sorted(self.parallel, key=lambda d: d != v):
+            want = s.unroll[d]
+            others = math.prod(self.acc_factor(e, reg[e], v) for e in self.parallel if e != d)
+            cands = [r for r in self.reg_candidates(d, v) if others * self.acc_factor(d, r, v) <= MAX_ACCUMULATORS]
+            reg[d] = min(cands, key=lambda r: (abs(r - want), r))
+            tile[d] = s.tile[d] if s.tile[d] in self.tile_candidates(d, reg[d]) else 0
+        return cfg
+
+
+__all__ = ["SPACE_VERSION", "Config", "SearchSpace"]

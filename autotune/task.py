@@ -1,0 +1,180 @@
+"""Tuning tasks: the distinct kernels of a model, each with a workload key and a weight.
+
+A task is one outlined kernel function at the buffer level (after `bufferize` and
+`outline-kernels`, before any schedule). Its canonical text (schedule attributes stripped, SSA
+names canonical, symbol renamed `@kernel`) plus the search-space version is hashed into the
+workload key, so identical kernels of a model, or of two models, are one task.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp, StringAttr
+from xdsl.dialects.linalg import ops as linalg
+from xdsl.parser import Parser
+
+from dialects.sched import SCHEDULE_ATTR_NAME
+from passes.analysis.kernel_access import KernelInfo, analyze_kernel
+
+
+@dataclass(frozen=True)
+class Task:
+    workload_key: str  # sha256 hex of (canonical kernel IR text + space.SPACE_VERSION)
+    kernel_ir: str  # the kernel func.func as text (buffer level, sched attrs stripped), renamed @kernel
+    weight: int  # how many times the model's @main calls it
+    flops: float  # per call: 2 * multiply-adds of the anchor (its iteration count if no reduction)
+    name: str  # readable, e.g. "conv 1x64x56x56 k3x3 (kernel_2)"
+    anchor: int  # index of the anchor among the kernel's generics (the `op=N` of the passes)
+
+
+KERNEL_SYMBOL = "kernel"
+
+
+def generics_of(fn: func.FuncOp) -> list[linalg.GenericOp]:
+    """The kernel's linalg.generic ops in order: what `op=N` of the schedule passes counts."""
+    return [op for op in fn.walk() if isinstance(op, linalg.GenericOp)]
+
+
+def anchor_index(generics: list[linalg.GenericOp]) -> int:
+    """The first generic with a reduction iterator, else the one with the most iterations."""
+    infos = [analyze_kernel(g) for g in generics]
+    for i, info in enumerate(infos):
+        if info.reduction_loops:
+            return i
+    return max(range(len(infos)), key=lambda i: (math.prod(infos[i].extents), -i))
+
+
+def canonical_kernel(fn: func.FuncOp) -> func.FuncOp:
+    """A copy of `fn` named @kernel, without schedule attributes and SSA name hints."""
+    clone = fn.clone(clone_name_hints=False)
+    for op in clone.walk():
+        op.attributes.pop(SCHEDULE_ATTR_NAME, None)
+        for r in op.results:
+            r.name_hint = None
+    for region in clone.regions:
+        for block in region.blocks:
+            for a in block.args:
+                a.name_hint = None
+    clone.sym_name = StringAttr(KERNEL_SYMBOL)
+    return clone
+
+
+def _describe(info: KernelInfo) -> str:
+    body = [op.name for op in info.op.body.block.ops]
+    out_shape = "x".join(str(s) for s in info.output.shape) or "scalar"
+    reds = info.reduction_loops
+    if not reds:
+        return f"elementwise {out_shape}"
+    if len(reds) >= 2 and ("arith.maximumf" in body or "arith.minimumf" in body):
+        window = "x".join(str(info.extents[d]) for d in reds)
+        return f"pool {out_shape} k{window}"
+    if "arith.mulf" in body and info.accesses[1:2] and not info.accesses[1].is_output:
+        if len(reds) == 1:
+            k = info.extents[reds[0]]
+            return f"matmul {out_shape} k{k}"
+        window = "x".join(str(info.extents[d]) for d in reds[-2:])
+        kind = "conv" if len(reds) >= 3 else "dwconv"
+        return f"{kind} {out_shape} k{window}"
+    return f"reduce {out_shape} r" + "x".join(str(info.extents[d]) for d in reds)
+
+
+def flops_of(info: KernelInfo) -> float:
+    iterations = float(math.prod(info.extents))
+    return 2.0 * iterations if info.reduction_loops else iterations
+
+
+def _workload_key(kernel_ir: str) -> str:
+    from autotune.space import SPACE_VERSION
+
+    return hashlib.sha256(f"{kernel_ir}\nspace-version {SPACE_VERSION}".encode()).hexdigest()
+
+
+def task_from_function(fn: func.FuncOp, weight: int = 1) -> Task:
+    canon = canonical_kernel(fn)
+    text = str(canon)
+    generics = generics_of(canon)
+    if not generics:
+        raise ValueError(f"kernel @{fn.sym_name.data} holds no linalg.generic")
+    anchor = anchor_index(generics)
+    info = analyze_kernel(generics[anchor])
+    name = f"{_describe(info)} ({fn.sym_name.data})"
+    return Task(_workload_key(text), text, weight, flops_of(info), name, anchor)
+
+
+def _buffer_module(model: Any) -> ModuleOp:
+    from compiler.model import import_model, lower, make_context, run_passes
+    from compiler.pipelines import LEVEL_PASSES
+
+    if isinstance(model, ModuleOp):
+        return model
+    if isinstance(model, str | Path) or hasattr(model, "graph"):
+        module = import_model(model)
+        ctx = make_context()
+        lower(module, "tensor", ctx)
+        run_passes(ctx, module, LEVEL_PASSES["loops"][:-2])  # outlined, unscheduled
+        return module
+    raise TypeError(f"extract_tasks expects an ONNX model or a buffer-level module, got {type(model)}")
+
+
+def extract_tasks(model_or_module: Any) -> list[Task]:
+    """The distinct kernels of a model (an ONNX path or ModelProto) or of a buffer-level module.
+
+    Kernels are the private functions that @main calls (weight = number of calls); a module
+    with no @main contributes each function holding linalg.generic ops once. Kernels with the
+    same workload key are one task whose weight is the sum.
+    """
+    module = _buffer_module(model_or_module)
+    funcs = {f.sym_name.data: f for f in module.body.block.ops if isinstance(f, func.FuncOp)}
+    main = funcs.get("main")
+    if main is not None and any(isinstance(o, linalg.GenericOp) for o in main.walk()):
+        raise ValueError("@main still holds linalg ops: run outline-kernels first")
+    calls: dict[str, int] = {}
+    if main is not None:
+        for op in main.walk():
+            if isinstance(op, func.CallOp):
+                callee = op.callee.root_reference.data
+                calls[callee] = calls.get(callee, 0) + 1
+    else:
+        calls = {name: 1 for name in funcs}
+    tasks: dict[str, Task] = {}
+    for name, count in calls.items():
+        fn = funcs.get(name)
+        if fn is None or fn is main or not generics_of(fn):
+            continue
+        t = task_from_function(fn, count)
+        if t.workload_key in tasks:
+            old = tasks[t.workload_key]
+            tasks[t.workload_key] = Task(
+                old.workload_key, old.kernel_ir, old.weight + count, old.flops, old.name, old.anchor
+            )
+        else:
+            tasks[t.workload_key] = t
+    return list(tasks.values())
+
+
+def kernel_module(task: Task) -> ModuleOp:
+    """A fresh module holding the task's kernel function (named @kernel)."""
+    from compiler.model import make_context
+
+    module = Parser(make_context(), task.kernel_ir).parse_module()
+    if not isinstance(module, ModuleOp):  # pragma: no cover - parse_module always wraps
+        module = ModuleOp([module])
+    return module
+
+
+def kernel_function(module: ModuleOp) -> func.FuncOp:
+    return next(f for f in module.walk() if isinstance(f, func.FuncOp) and f.sym_name.data == KERNEL_SYMBOL)
+
+
+def anchor_info(task: Task) -> KernelInfo:
+    """KernelInfo of the task's anchor generic (in a freshly parsed module)."""
+    return analyze_kernel(generics_of(kernel_function(kernel_module(task)))[task.anchor])
+
+
+__all__ = ["Task", "anchor_info", "extract_tasks", "kernel_module"]

@@ -1,0 +1,151 @@
+"""The tuning loop of one task: propose with the cost model, measure on the target, record, refit.
+
+AutoTVM's loop (Chen et al., NeurIPS 2018): simulated annealing over an XGBoost ranking model picks
+a batch of unmeasured configurations, the batch is measured, every result is appended to the
+database as it comes (so an interrupted run loses nothing and resumes), and the model is refit.
+"""
+
+from __future__ import annotations
+
+import random
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from autotune.database import Database
+from autotune.space import SearchSpace
+from autotune.task import Task
+
+
+@dataclass
+class TuneProgress:
+    """What a progress line shows for one task."""
+
+    task_index: int
+    task_count: int
+    trials_done: int
+    trials_total: int
+    current_gflops: float
+    best_gflops: float
+    elapsed_s: float
+
+    @property
+    def eta_s(self) -> float:
+        if self.trials_done == 0:
+            return float("nan")
+        return self.elapsed_s / self.trials_done * (self.trials_total - self.trials_done)
+
+    def line(self) -> str:
+        eta = "?" if self.eta_s != self.eta_s else f"{self.eta_s:5.0f}s"
+        return (
+            f"task {self.task_index + 1}/{self.task_count}  trials {self.trials_done}/{self.trials_total}  "
+            f"current {self.current_gflops:7.1f} GFLOP/s  best {self.best_gflops:7.1f} GFLOP/s  "
+            f"elapsed {self.elapsed_s:5.0f}s  left {eta}"
+        )
+
+
+@dataclass
+class TaskTuneResult:
+    task: Task
+    best_gflops: float
+    best_config: dict | None
+    curve: list[float] = field(default_factory=list)  # best-so-far GFLOP/s after each trial
+
+
+def make_record(task: Task, space: SearchSpace, config: dict, result) -> dict:
+    """One database record (autotune/database.py adds the target and the compiler version)."""
+    return {
+        "workload_key": task.workload_key,
+        "task_name": task.name,
+        "space_hash": space.space_hash(),
+        "config": config,
+        "passes": space.to_passes(config, task.anchor),
+        "costs": list(result.costs),
+        "error_kind": result.error_kind,
+        "error": result.error,
+        "flops": task.flops,
+        "timestamp": time.time(),
+    }
+
+
+def print_progress(p: TuneProgress) -> None:
+    sys.stderr.write("\r" + p.line())
+    sys.stderr.flush()
+
+
+def tune_task(
+    task: Task,
+    info,
+    db: Database,
+    trials: int,
+    tuner: str = "xgb",
+    seed: int = 0,
+    batch: int = 16,
+    task_index: int = 0,
+    task_count: int = 1,
+    progress: Callable[[TuneProgress], None] | None = print_progress,
+    measure_fn: Callable | None = None,
+) -> TaskTuneResult:
+    """Tune one task for `trials` new measurements (records already in `db` count as known)."""
+    from autotune.cost_model import RandomCostModel, XGBCostModel
+    from autotune.features import features
+    from autotune.measure import measure
+    from autotune.search import RandomSearch, SimulatedAnnealing
+
+    measure_fn = measure_fn or measure
+    rng = random.Random(seed)
+    space = SearchSpace(info)
+    known = [
+        r for r in db.records(task.workload_key, space_hash=space.space_hash()) if r.get("config") is not None
+    ]
+    xs: list[np.ndarray] = []
+    ys: list[float] = []
+
+    def gflops(costs: list[float] | None) -> float:
+        return task.flops / min(costs) / 1e9 if costs else 0.0
+
+    for r in known:
+        xs.append(features(info, [space.to_schedule(r["config"])])[0])
+        ys.append(0.0 if r.get("error_kind") else gflops(r.get("costs")))
+    curve: list[float] = []
+    best = max(ys, default=0.0)
+    best_config = next((r["config"] for r, y in zip(known, ys) if y == best and y > 0), None)
+    measured = {space.key(r["config"]) for r in known}
+    model = RandomCostModel(seed) if tuner == "random" else XGBCostModel(seed=seed)
+    if xs and tuner != "random":
+        model.fit(np.stack(xs), np.array(ys))
+
+    def feats(configs):
+        return features(info, [space.to_schedule(c) for c in configs])
+
+    if tuner == "random":
+        searcher = RandomSearch(space, rng)
+    else:
+        searcher = SimulatedAnnealing(space, model, feats, rng)
+    start = time.perf_counter()
+    done = 0
+    while done < trials:
+        configs = searcher.propose(min(batch, trials - done), measured)
+        if not configs:
+            break  # the space is exhausted
+        results = measure_fn(task, [space.to_passes(c, task.anchor) for c in configs])
+        for config, result in zip(configs, results):
+            g = 0.0 if result.error_kind else gflops(result.costs)
+            db.append(make_record(task, space, config, result))
+            measured.add(space.key(config))
+            xs.append(feats([config])[0])
+            ys.append(g)
+            if g > best:
+                best, best_config = g, config
+            curve.append(best)
+            done += 1
+            if progress is not None:
+                progress(
+                    TuneProgress(task_index, task_count, done, trials, g, best, time.perf_counter() - start)
+                )
+        if tuner != "random":
+            model.fit(np.stack(xs), np.array(ys))
+    return TaskTuneResult(task, best, best_config, curve)

@@ -1,0 +1,103 @@
+"""autotune/task.py: kernels of zoo models become weighted tasks with stable workload keys."""
+
+from __future__ import annotations
+
+import functools
+
+import pytest
+from xdsl.dialects import func
+from xdsl.dialects.builtin import StringAttr, SymbolRefAttr
+
+from autotune.task import Task, anchor_info, extract_tasks, kernel_module
+from compiler import zoo
+from compiler.model import import_model, lower, make_context, run_passes
+from compiler.pipelines import LEVEL_PASSES
+from dialects.sched import SCHEDULE_ATTR_NAME
+
+
+@functools.cache
+def tasks_of(name: str) -> tuple[Task, ...]:
+    models = {
+        "small_cnn": zoo.small_cnn,
+        "mlp": zoo.mlp,
+        "resnet18": lambda: zoo.resnet18(size=64, classes=10),
+    }
+    return tuple(extract_tasks(models[name]()))
+
+
+def buffer_module(model):
+    module = import_model(model)
+    ctx = make_context()
+    lower(module, "tensor", ctx)
+    run_passes(ctx, module, LEVEL_PASSES["loops"][:-2])
+    return module
+
+
+def test_resnet18_identical_convs_collapse() -> None:
+    tasks = tasks_of("resnet18")
+    keys = [t.workload_key for t in tasks]
+    assert len(set(keys)) == len(keys)
+    assert any(t.weight > 1 and t.name.startswith("conv") for t in tasks)
+    # every call of @main is accounted for
+    module = buffer_module(zoo.resnet18(size=64, classes=10))
+    main = next(f for f in module.ops if isinstance(f, func.FuncOp) and f.sym_name.data == "main")
+    calls = sum(isinstance(o, func.CallOp) for o in main.walk())
+    assert sum(t.weight for t in tasks) == calls
+
+
+def test_known_flops_and_names() -> None:
+    # resnet18(size=64): stage-1 3x3 conv 64->64 on 16x16 (after the stem and max-pool)
+    tasks = tasks_of("resnet18")
+    conv = next(t for t in tasks if t.name.startswith("conv 1x64x16x16 k3x3"))
+    assert conv.flops == 2 * 64 * 16 * 16 * 64 * 3 * 3
+    stem = next(t for t in tasks if t.name.startswith("conv 1x64x32x32 k7x7"))
+    assert stem.flops == 2 * 64 * 32 * 32 * 3 * 7 * 7
+    mlp = tasks_of("mlp")
+    mm = next(t for t in mlp if t.name.startswith("matmul 4x128 k64"))
+    assert mm.flops == 2 * 4 * 128 * 64
+    assert mm.weight == 1
+
+
+@pytest.mark.parametrize("model", ["small_cnn", "mlp", "resnet18"])
+def test_tasks_are_canonical(model: str) -> None:
+    for t in tasks_of(model):
+        assert len(t.workload_key) == 64
+        assert "@kernel(" in t.kernel_ir and SCHEDULE_ATTR_NAME not in t.kernel_ir
+        mod = kernel_module(t)
+        mod.verify()
+        # reprinting the parsed kernel gives the same text: the key is a fixed point
+        fn = next(f for f in mod.ops if isinstance(f, func.FuncOp))
+        assert str(fn) == t.kernel_ir
+        info = anchor_info(t)
+        if "conv" in t.name or "matmul" in t.name or "pool" in t.name:
+            assert info.reduction_loops
+
+
+def test_small_cnn_kinds() -> None:
+    names = [t.name for t in tasks_of("small_cnn")]
+    assert any(n.startswith("conv") for n in names)
+    assert any(n.startswith("pool") for n in names)
+    assert any(n.startswith("matmul") for n in names)
+
+
+def test_duplicate_functions_merge_and_keys_ignore_schedules() -> None:
+    module = buffer_module(zoo.mlp())
+    main = next(f for f in module.ops if isinstance(f, func.FuncOp) and f.sym_name.data == "main")
+    first_call = next(o for o in main.walk() if isinstance(o, func.CallOp))
+    callee = first_call.callee.root_reference.data
+    original = next(f for f in module.ops if isinstance(f, func.FuncOp) and f.sym_name.data == callee)
+    twin = original.clone()
+    twin.sym_name = StringAttr("twin_kernel")
+    module.body.block.insert_op_before(twin, main)
+    extra = first_call.clone()
+    extra.callee = SymbolRefAttr("twin_kernel")
+    main.body.block.insert_op_after(extra, first_call)
+    before = {t.workload_key: t for t in extract_tasks(buffer_module(zoo.mlp()))}
+    after = {t.workload_key: t for t in extract_tasks(module)}
+    assert set(after) == set(before)
+    assert sum(t.weight for t in after.values()) == sum(t.weight for t in before.values()) + 1
+    merged = [k for k in after if after[k].weight == before[k].weight + 1]
+    assert len(merged) == 1
+    # a scheduled copy of the module gives the same keys
+    run_passes(make_context(), module, ["default-schedule"])
+    assert {t.workload_key for t in extract_tasks(module)} == set(before)
