@@ -129,6 +129,9 @@ def tune_task(
     done = 0
     while done < trials:
         configs = searcher.propose(min(batch, trials - done), measured)
+        default = space.default_config()
+        if done == 0 and space.key(default) not in measured:  # the untuned baseline comes first
+            configs = [default, *[c for c in configs if space.key(c) != space.key(default)]][: max(1, len(configs))]
         if not configs:
             break  # the space is exhausted
         results = measure_fn(task, [space.to_passes(c, task.anchor) for c in configs])

@@ -67,13 +67,15 @@ def cmd_compile(args: argparse.Namespace) -> int:
             return 0
     module = import_model(_model_arg(args.model), shapes)
     if args.emit in ("graph", "tensor", "loops", "llvm-dialect"):
-        lower(module, args.emit, optimize=optimize)
+        lower(module, args.emit, optimize=optimize, db=args.db)
         _write(str(module), args.output)
     else:
         from compiler.backends.llvm_cpu import compile_to_asm, compile_to_llvm_ir
 
-        lower(module, "llvm-dialect", optimize=optimize)
+        lower(module, "llvm-dialect", optimize=optimize, db=args.db)
         _write(compile_to_llvm_ir(module) if args.emit == "llvm-ir" else compile_to_asm(module), args.output)
+    if args.db and args.emit not in ("graph", "tensor"):
+        _report_db_use()
     if args.verbose:
         print(f"compiled in {time.perf_counter() - t0:.2f} s", file=sys.stderr)
     return 0
@@ -104,8 +106,10 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     feeds = _load_npz(args.inputs)
     model = compile_model(
-        args.model, parse_input_shapes(args.input_shape), target=args.target, optimize=not args.no_graph_opt
+        args.model, parse_input_shapes(args.input_shape), target=args.target, optimize=not args.no_graph_opt, db=args.db
     )
+    if args.db:
+        _report_db_use()
     outputs = model.run(feeds)
     try:
         np.savez(args.output, **outputs)
@@ -146,7 +150,12 @@ def _time(fn, min_seconds: float = 1.0) -> float:
 
 
 def bench_model(
-    model_path_or_proto, threads: int = 1, seconds: float = 1.0, optimize: bool = True, compare_unoptimized: bool = False
+    model_path_or_proto,
+    threads: int = 1,
+    seconds: float = 1.0,
+    optimize: bool = True,
+    compare_unoptimized: bool = False,
+    db: str | None = None,
 ) -> dict:
     """Compile, check and time a model against onnxruntime in the same run (and, with
     `compare_unoptimized`, against itself without the graph-level passes)."""
@@ -158,7 +167,7 @@ def bench_model(
 
     proto = model_path_or_proto if isinstance(model_path_or_proto, onnx.ModelProto) else onnx.load(str(model_path_or_proto))
     t0 = time.perf_counter()
-    compiled = compile_model(proto, optimize=optimize)
+    compiled = compile_model(proto, optimize=optimize, db=db)
     compile_s = time.perf_counter() - t0
     feeds = zoo.random_inputs(proto)
     sess = _ort_session(proto.SerializeToString(), threads)
@@ -189,7 +198,9 @@ def bench_model(
 def cmd_bench(args: argparse.Namespace) -> int:
     if args.threads != 1:
         raise UsageError("only --threads 1 is supported until the parallelizing schedule lands")
-    result = bench_model(_model_arg(args.model), args.threads, args.seconds)
+    result = bench_model(_model_arg(args.model), args.threads, args.seconds, db=args.db)
+    if args.db:
+        _report_db_use()
     if args.json:
         print(json.dumps(result))
     else:
@@ -211,6 +222,35 @@ def _model_arg(name: str):
             raise UsageError(f"unknown built-in model '{key}' (available: {', '.join(zoo.MODELS)})")
         return zoo.MODELS[key]()
     return name
+
+
+def cmd_tune(args: argparse.Namespace) -> int:
+    from autotune.task import extract_tasks
+    from autotune.tune_model import plot_curves, tune_tasks
+
+    if args.threads != 1:
+        raise UsageError("only --threads 1 is supported until the parallelizing schedule lands")
+    if args.trials < 1:
+        raise UsageError("--trials must be a positive number")
+    tasks = extract_tasks(_model_arg(args.model))
+    print(f"{len(tasks)} tasks; {args.trials} trials with the {args.tuner} tuner; records -> {args.db}", file=sys.stderr)
+    summary = tune_tasks(tasks, args.db, args.trials, tuner=args.tuner, seed=args.seed)
+    print(summary.table())
+    if args.plot:
+        plot_curves(summary, args.plot)
+        print(f"tuning curves -> {args.plot}")
+    return 0
+
+
+def _report_db_use() -> None:
+    from passes.transforms.autotune import LAST_STATS
+
+    fb = len(LAST_STATS.fallback)
+    print(
+        f"ziggurat: {LAST_STATS.tuned} of {LAST_STATS.kernels} kernels use tuned schedules; "
+        f"{fb} fell back to the default schedule",
+        file=sys.stderr,
+    )
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -255,6 +295,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("-v", "--verbose", action="store_true")
     c.add_argument("--report", choices=["json"], help="print kernel, fusion, memory and compile-time figures")
     c.add_argument("--no-graph-opt", action="store_true", help="skip folding and fusion (one kernel per operator)")
+    c.add_argument("--db", help="apply the best schedules recorded by `ziggurat tune` in this database")
     c.set_defaults(fn=cmd_compile)
 
     r = sub.add_parser("run", help="run a model on inputs from an .npz file")
@@ -264,6 +305,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--target", default="cpu", choices=["cpu"])
     r.add_argument("--input-shape", action="append", metavar="NAME=1x3x224x224")
     r.add_argument("--no-graph-opt", action="store_true", help="skip folding and fusion")
+    r.add_argument("--db", help="apply the best schedules recorded by `ziggurat tune` in this database")
     r.set_defaults(fn=cmd_run)
 
     b = sub.add_parser("bench", help="time ziggurat and onnxruntime in the same run")
@@ -271,7 +313,19 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--threads", type=int, default=1)
     b.add_argument("--seconds", type=float, default=1.0, help="minimum timing time per engine")
     b.add_argument("--json", action="store_true")
+    b.add_argument("--db", help="apply the best schedules recorded by `ziggurat tune` in this database")
     b.set_defaults(fn=cmd_bench)
+
+    t = sub.add_parser("tune", help="tune the model's kernels on this machine, recording to a database")
+    t.add_argument("model", help="an .onnx file or zoo:NAME")
+    t.add_argument("--trials", type=int, required=True, help="measurements in total, spread over the tasks")
+    t.add_argument("--db", required=True, help="JSON-lines database (appended to; tuning resumes from it)")
+    t.add_argument("--target", default="cpu", choices=["cpu"])
+    t.add_argument("--seed", type=int, default=0)
+    t.add_argument("--threads", type=int, default=1)
+    t.add_argument("--tuner", choices=["xgb", "random"], default="xgb")
+    t.add_argument("--plot", metavar="FILE.png", help="draw best-so-far GFLOP/s against trials per task")
+    t.set_defaults(fn=cmd_tune)
 
     d = sub.add_parser("demo", help="compile and run a built-in model, compare with onnxruntime")
     d.add_argument("--seed", type=int, default=0)

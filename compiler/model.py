@@ -83,6 +83,7 @@ def lower(
     ctx: Context | None = None,
     timings: dict[str, float] | None = None,
     optimize: bool = True,
+    db: str | None = None,
 ) -> ModuleOp:
     """Lower a freshly imported graph-level module in place down to `level` (one of LEVELS).
 
@@ -93,7 +94,10 @@ def lower(
         if lvl == "graph" and not optimize:
             continue
         t0 = time.perf_counter()
-        run_passes(ctx, module, LEVEL_PASSES[lvl])
+        passes = list(LEVEL_PASSES[lvl])
+        if lvl == "loops" and db:  # tuned schedules first; default-schedule fills in the rest
+            passes.insert(passes.index("outline-kernels") + 1, f'autotune{{db="{db}"}}')
+        run_passes(ctx, module, passes)
         if timings is not None:
             timings[lvl] = time.perf_counter() - t0
     return module
@@ -186,7 +190,11 @@ class CompiledModel:
 
 
 def compile_module(
-    module: ModuleOp, ctx: Context | None = None, optimize: bool = False, jobs: int | None = None
+    module: ModuleOp,
+    ctx: Context | None = None,
+    optimize: bool = False,
+    jobs: int | None = None,
+    db: str | None = None,
 ) -> CompiledModel:
     """Compile a graph-level module to a runnable CompiledModel (as it is, unless `optimize`).
 
@@ -197,7 +205,7 @@ def compile_module(
     ctx = ctx or make_context()
     timings: dict[str, float] = {}
     ins, outs = _signature(module)
-    lower(module, "loops", ctx, timings, optimize=optimize)
+    lower(module, "loops", ctx, timings, optimize=optimize, db=db)
     t0 = time.perf_counter()
     program, _ = compile_split(module, ctx, jobs or default_workers())
     timings["llvm+machine-code"] = time.perf_counter() - t0
@@ -209,6 +217,7 @@ def compile_model(
     input_shapes: Mapping[str, list[int]] | None = None,
     target: str = "cpu",
     optimize: bool = True,
+    db: str | None = None,
 ) -> CompiledModel:
     """Import an ONNX model (path or ModelProto) and compile it for `target`.
 
@@ -219,7 +228,7 @@ def compile_model(
     t0 = time.perf_counter()
     module = import_model(model, input_shapes)
     t_import = time.perf_counter() - t0
-    compiled = compile_module(module, optimize=optimize)
+    compiled = compile_module(module, optimize=optimize, db=db)
     compiled.timings = {"import": t_import, **compiled.timings}
     return compiled
 

@@ -48,6 +48,7 @@ PASSES: dict[str, str] = {
     "bufferize": "passes.transforms.bufferize:BufferizePass",
     "outline-kernels": "passes.transforms.outline_kernels:OutlineKernelsPass",
     "default-schedule": "passes.transforms.default_schedule:DefaultSchedulePass",
+    "autotune": "passes.transforms.autotune:AutotunePass",
     "tile": "passes.transforms.tile:TilePass",
     "interchange": "passes.transforms.interchange:InterchangePass",
     "vectorize": "passes.transforms.vectorize:VectorizePass",

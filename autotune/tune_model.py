@@ -1,0 +1,112 @@
+"""Tune all the tasks of a model within one trial budget, spread by the task scheduler.
+
+Each scheduler step grants a task a batch of trials; `tuner.tune_task` runs them (resuming from
+the database, so a killed run continues where it stopped) and reports the task's best latency
+back to the scheduler, which moves the budget to where it shortens the model's latency most.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+
+from autotune.database import Database
+from autotune.task import Task, anchor_info
+from autotune.task_scheduler import GradientTaskScheduler
+from autotune.tuner import TaskTuneResult, print_progress, tune_task
+
+
+@dataclass
+class ModelTuneSummary:
+    tasks: list[Task]
+    results: dict[str, TaskTuneResult] = field(default_factory=dict)  # by workload key
+    trials: dict[str, int] = field(default_factory=dict)
+
+    def table(self) -> str:
+        rows = [f"{'task':<44}{'weight':>7}{'trials':>8}{'best GFLOP/s':>14}{'latency us':>12}"]
+        for t in self.tasks:
+            r = self.results.get(t.workload_key)
+            g = r.best_gflops if r else 0.0
+            lat = t.flops / g / 1e3 if g > 0 else float("nan")
+            rows.append(f"{t.name[:43]:<44}{t.weight:>7}{self.trials.get(t.workload_key, 0):>8}{g:>14.1f}{lat:>12.1f}")
+        return "\n".join(rows)
+
+
+def tune_tasks(
+    tasks: list[Task],
+    db_path: str,
+    trials: int,
+    tuner: str = "xgb",
+    seed: int = 0,
+    batch: int = 16,
+    only_missing: bool = False,
+    progress: bool = True,
+) -> ModelTuneSummary:
+    """Spend `trials` measurements over `tasks` (those without records only, if `only_missing`)."""
+    db = Database(db_path)
+    if only_missing:
+        tasks = [t for t in tasks if db.best(t.workload_key) is None]
+    summary = ModelTuneSummary(tasks)
+    if not tasks or trials <= 0:
+        return summary
+    scheduler = GradientTaskScheduler(tasks, trials, batch, seed=seed)
+    infos = {t.workload_key: anchor_info(t) for t in tasks}
+    best_latency: dict[int, float] = {}
+    while True:
+        i = scheduler.next_task(best_latency)
+        if i is None:
+            break
+        task = tasks[i]
+        granted = scheduler.last_batch
+        result = tune_task(
+            task,
+            infos[task.workload_key],
+            db,
+            granted,
+            tuner=tuner,
+            seed=seed + summary.trials.get(task.workload_key, 0),
+            batch=batch,
+            task_index=i,
+            task_count=len(tasks),
+            progress=print_progress if progress else None,
+        )
+        used = len(result.curve)
+        summary.trials[task.workload_key] = summary.trials.get(task.workload_key, 0) + used
+        old = summary.results.get(task.workload_key)
+        if old is None or result.best_gflops >= old.best_gflops:
+            if old is not None:
+                result.curve = old.curve + result.curve
+            summary.results[task.workload_key] = result
+        else:
+            old.curve.extend(max(old.best_gflops, g) for g in result.curve)
+        if result.best_gflops > 0:
+            best_latency[i] = task.flops / (result.best_gflops * 1e9)
+        if used < granted:  # the space is exhausted
+            scheduler.mark_exhausted(i, granted - used)
+    if progress:
+        sys.stderr.write("\n")
+    return summary
+
+
+def plot_curves(summary: ModelTuneSummary, path: str) -> None:
+    """Best-so-far GFLOP/s against trials, one line per task."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError as e:  # pragma: no cover - the tune extra installs it
+        raise RuntimeError("plotting needs matplotlib: pip install 'ziggurat[tune]'") from e
+    fig, ax = plt.subplots(figsize=(8, 5))
+    for t in summary.tasks:
+        r = summary.results.get(t.workload_key)
+        if r and r.curve:
+            ax.plot(range(1, len(r.curve) + 1), r.curve, label=t.name[:40])
+    ax.set_xlabel("trials")
+    ax.set_ylabel("best GFLOP/s so far")
+    ax.set_title("ziggurat tuning")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

@@ -1,0 +1,84 @@
+"""`autotune{db=PATH trials=N tuner=xgb seed=S}`: give every kernel its best measured schedule.
+
+Runs at the buffer level, after `outline-kernels`: each kernel function is a task (its workload
+key is computed from its canonical IR, autotune/task.py). With `trials > 0` the tasks that the
+database does not know yet are tuned first (autotune/tuner.py, measurements appended to the
+database as they are made); then every kernel whose task has a successful record gets that
+record's configuration, replayed as schedule passes on that function. Kernels without a record
+keep no schedule and `default-schedule` gives them the analytic one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from xdsl.context import Context
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass
+from xdsl.utils.exceptions import DiagnosticException
+
+
+@dataclass
+class AutotuneStats:
+    """What the last application did (read by the CLI to say how many kernels fell back)."""
+
+    kernels: int = 0
+    tuned: int = 0
+    fallback: list[str] = field(default_factory=list)
+
+
+LAST_STATS = AutotuneStats()
+
+
+def apply_database(module: ModuleOp, db_path: str, ctx: Context) -> AutotuneStats:
+    """Schedule every kernel of `module` from the best record of its task in the database."""
+    from autotune.database import Database
+    from autotune.space import SearchSpace
+    from autotune.task import generics_of, task_from_function
+    from compiler.model import run_passes
+    from passes.analysis.kernel_access import analyze_kernel
+
+    db = Database(db_path)
+    stats = AutotuneStats()
+    kernels = [
+        f for f in module.body.block.ops if isinstance(f, func.FuncOp) and f.sym_name.data != "main" and f.body.blocks
+    ]
+    for fn in kernels:
+        if not generics_of(fn):
+            continue
+        stats.kernels += 1
+        task = task_from_function(fn)
+        space = SearchSpace(analyze_kernel(generics_of(fn)[task.anchor]))
+        best = db.best(task.workload_key, space_hash=space.space_hash())
+        if best is None or not space.contains(best["config"]):
+            stats.fallback.append(task.name)
+            continue
+        run_passes(ctx, module, space.to_passes(best["config"], task.anchor, kernel=fn.sym_name.data))
+        stats.tuned += 1
+    return stats
+
+
+@dataclass(frozen=True)
+class AutotunePass(ModulePass):
+    name = "autotune"
+
+    db: str = ""
+    trials: int = 0
+    """New measurements per task missing from the database (0: only apply what is known)."""
+    tuner: str = "xgb"
+    seed: int = 0
+    target: str = "cpu"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        global LAST_STATS
+        if not self.db:
+            raise DiagnosticException("autotune: give the database path, e.g. autotune{db=\"tune.jsonl\"}")
+        if self.target != "cpu":
+            raise DiagnosticException(f"autotune: unknown target '{self.target}' (available: cpu)")
+        if self.trials > 0:
+            from autotune.task import extract_tasks
+            from autotune.tune_model import tune_tasks
+
+            tune_tasks(extract_tasks(op), self.db, self.trials, tuner=self.tuner, seed=self.seed, only_missing=True)
+        LAST_STATS = apply_database(op, self.db, ctx)
