@@ -11,6 +11,7 @@ keep no schedule and `default-schedule` gives them the analytic one.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from xdsl.context import Context
 from xdsl.dialects import func
@@ -76,6 +77,13 @@ class AutotunePass(ModulePass):
             raise DiagnosticException("autotune: give the database path, e.g. autotune{db=\"tune.jsonl\"}")
         if self.target != "cpu":
             raise DiagnosticException(f"autotune: unknown target '{self.target}' (available: cpu)")
+        path = Path(self.db)
+        if path.is_dir():
+            raise DiagnosticException(f"autotune: database {self.db} is a directory, not a JSON-lines file")
+        if self.trials <= 0 and not path.exists():  # nothing to apply: most likely a mistyped path
+            raise DiagnosticException(
+                f"autotune: database not found: {self.db} (record one with `ziggurat tune MODEL --trials N --db {self.db}`)"
+            )
         if self.trials > 0:
             from autotune.task import extract_tasks
             from autotune.tune_model import tune_tasks

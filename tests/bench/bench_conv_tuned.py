@@ -74,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
         ref = sess.run(None, {"x": x})[0]
         err = float(np.max(np.abs(compiled.run({"x": x})["y"] - ref)))
         t = _time_interleaved(
-            {"ziggurat": compiled.runner({"x": x}), "onnxruntime": lambda: sess.run(None, {"x": x})}, args.seconds
+            {"ziggurat": compiled.runner({"x": x}), "onnxruntime": lambda sess=sess, x=x: sess.run(None, {"x": x})}, args.seconds
         )
         rows.append({
             "workload": i, "shape": f"{h}x{w} {ic}->{oc} k{k} s{s}",
