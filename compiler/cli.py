@@ -126,7 +126,10 @@ def _ort_session(model_bytes: bytes, threads: int):
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = threads
     opts.inter_op_num_threads = 1
-    return ort.InferenceSession(model_bytes, opts, providers=["CPUExecutionProvider"])
+    try:
+        return ort.InferenceSession(model_bytes, opts, providers=["CPUExecutionProvider"])
+    except Exception as e:  # the reference cannot load this model: say so, not a traceback
+        raise UsageError(f"onnxruntime (the reference) cannot load the model: {str(e).splitlines()[0]}") from None
 
 
 def _time_interleaved(fns: dict[str, object], min_seconds: float = 1.0, min_rounds: int = 5) -> dict[str, float]:
@@ -333,7 +336,15 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """Warnings (e.g. ignored database records) as one `ziggurat: warning:` line, no source dump."""
+    print(f"ziggurat: warning: {message}", file=sys.stderr)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    import warnings
+
+    warnings.showwarning = _show_warning
     args = build_parser().parse_args(argv)
     from compiler.errors import ZigguratError
 

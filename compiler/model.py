@@ -96,6 +96,8 @@ def lower(
         t0 = time.perf_counter()
         passes = list(LEVEL_PASSES[lvl])
         if lvl == "loops" and db:  # tuned schedules first; default-schedule fills in the rest
+            if '"' in db:
+                raise CompileError(f"database path may not contain '\"': {db}")
             passes.insert(passes.index("outline-kernels") + 1, f'autotune{{db="{db}"}}')
         run_passes(ctx, module, passes)
         if timings is not None:

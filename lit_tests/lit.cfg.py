@@ -13,7 +13,7 @@ config.test_format = lit.formats.ShTest(execute_external=False)
 config.suffixes = [".mlir"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.test_source_root, "Output")
-config.excludes = ["Output", "lit.cfg.py", "README.md", "inputs"]
+config.excludes = ["Output", "lit.cfg.py", "README.md", "inputs", "Inputs"]
 
 # Make the repo importable and keep the caller's PATH (ziggurat-opt, filecheck live there).
 _repo = os.path.dirname(config.test_source_root)

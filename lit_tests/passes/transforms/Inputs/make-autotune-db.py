@@ -1,0 +1,85 @@
+"""Regenerate autotune-db.jsonl for ../autotune.mlir from that file's @kernel_0, with the real code.
+
+    python lit_tests/passes/transforms/Inputs/make-autotune-db.py
+
+Prints the #sched.schedule that the lit test must CHECK. Rerun it (and update the CHECK line) when
+the compiler version, the search space or the canonical kernel text changes.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+from xdsl.dialects import func
+from xdsl.parser import Parser
+
+from autotune.database import compiler_version, make_record
+from autotune.space import SearchSpace
+from autotune.task import generics_of, task_from_function
+from compiler.model import make_context
+from passes.analysis.kernel_access import analyze_kernel
+
+HERE = Path(__file__).resolve().parent
+WIDTHS = (16, 8, 4)  # AVX-512, AVX/AVX2, anything else: one record each, so that one applies anywhere
+SEED = 4
+TIMESTAMP = 1_750_000_000.0  # fixed, so that regenerating gives the same file
+
+
+def main() -> None:
+    module = Parser(make_context(), (HERE.parent / "autotune.mlir").read_text()).parse_module()
+    fn = next(f for f in module.ops if isinstance(f, func.FuncOp) and f.sym_name.data == "kernel_0")
+    task = task_from_function(fn)
+    info = analyze_kernel(generics_of(fn)[task.anchor])
+    spaces = {w: SearchSpace(info, width=w) for w in WIDTHS}
+
+    # distinct sampled configs that are scalar code (the same schedule on every host) and in
+    # every width's space
+    rng = random.Random(SEED)
+    configs: list[dict] = []
+    while len(configs) < 5:
+        c = spaces[16].sample(rng)
+        if c["vector"] == -1 and all(s.contains(c) for s in spaces.values()) and c not in configs:
+            configs.append(c)
+    applied, slower, other_version, failed, other_space = configs
+
+    def record(width: int, config: dict, costs: list[float], **over) -> dict:
+        space = spaces[width]
+        r = make_record(
+            workload_key=task.workload_key,
+            task_name=task.name,
+            target={"cpu": "lit-test", "features": f"vector-width-{width}"},
+            space_hash=space.space_hash(),
+            config=config,
+            passes=space.to_passes(config, task.anchor),
+            costs=costs,
+            error_kind=None,
+            flops=task.flops,
+        )
+        r["timestamp"] = TIMESTAMP
+        r.update(over)
+        return r
+
+    records = []
+    for w in WIDTHS:
+        records += [
+            record(w, applied, [2.0e-5, 2.1e-5]),  # the one to apply
+            record(w, slower, [5.0e-5, 5.2e-5]),
+            record(w, other_version, [1.0e-6], compiler_version="0.0.0-another-version"),
+            record(w, failed, [1.0e-7], error_kind="wrong_result", error="argument 0 differs"),
+        ]
+    records.append(record(16, other_space, [1.0e-6], space_hash="0" * 64))
+    with open(HERE / "autotune-db.jsonl", "w") as f:
+        for r in records:
+            f.write(json.dumps(r, sort_keys=True) + "\n")
+    print(f"compiler version {compiler_version()}, workload key {task.workload_key}")
+    s = spaces[16].to_schedule(applied)
+    print(
+        f"CHECK: #sched.schedule<tile = {list(s.tile)}, order = {list(s.order)}, "
+        f"unroll = {list(s.unroll)}, vector = {s.vector}, width = {s.width}>"
+    )
+
+
+if __name__ == "__main__":
+    main()
