@@ -101,7 +101,7 @@ def _to_attr(name: str, v: Any) -> Attribute:
     return i64_attr(v)
 
 
-def _to_py(a: Attribute) -> Any:
+def attribute_value(a: Attribute) -> Any:
     """Property value as a plain Python value (for the shape helpers)."""
     if isinstance(a, DenseArrayBase):
         return tuple(a.get_values())
@@ -168,7 +168,7 @@ class GraphOp(IRDLOperation):
                 shapes.append([_shape(v) for v in gs])
             else:
                 shapes.append(_shape(gs[0]))
-        py = {k: _to_py(v) for k, v in props.items()}
+        py = {k: attribute_value(v) for k, v in props.items()}
         out = cls.infer_shape(shapes, py)
         outs = out if isinstance(out, list) else [out]
         return [TensorType(cls.result_element_type(), s) for s in outs]

@@ -23,11 +23,7 @@ from typing import Any
 import numpy as np
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
-    DenseArrayBase,
-    FloatAttr,
-    IntegerAttr,
     ModuleOp,
-    StringAttr,
     TensorType,
 )
 from xdsl.ir import Operation
@@ -40,6 +36,7 @@ from xdsl.pattern_rewriter import (
 )
 
 from dialects import graph as g
+from dialects.graph import attribute_value
 
 F32 = np.float32
 
@@ -49,13 +46,7 @@ def prop(op: Operation, name: str) -> Any:
     a = op.properties.get(name)
     if a is None:
         a = type(op).get_irdl_definition().properties[name].default_value  # type: ignore[attr-defined]
-    if isinstance(a, DenseArrayBase):
-        return tuple(a.get_values())
-    if isinstance(a, IntegerAttr | FloatAttr):
-        return a.value.data
-    if isinstance(a, StringAttr):
-        return a.data
-    return a
+    return attribute_value(a)
 
 
 def result_shape(op: Operation, i: int = 0) -> tuple[int, ...]:
