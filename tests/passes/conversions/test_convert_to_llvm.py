@@ -12,7 +12,8 @@ import pytest
 from xdsl.dialects import llvm
 from xdsl.dialects.builtin import ModuleOp, UnrealizedConversionCastOp
 
-from compiler.registry import get_pass
+from compiler.pipelines import LEVEL_PASSES
+from compiler.registry import PASSES, get_pass
 
 _KERNELS = Path(__file__).resolve().parents[2] / "backends" / "llvm_kernels.py"
 _spec = importlib.util.spec_from_file_location("llvm_kernels", _KERNELS)
@@ -23,15 +24,8 @@ _spec.loader.exec_module(kernels)
 
 MLIR_OPT = shutil.which("mlir-opt-22") or shutil.which("mlir-opt")
 
-NAMES = [
-    "convert-vector-to-llvm",
-    "convert-memref-to-llvm",
-    "convert-math-to-llvm",
-    "convert-arith-to-llvm",
-    "convert-index-to-llvm",
-    "convert-cf-to-llvm",
-    "convert-func-to-llvm",
-]
+# ziggurat's own LLVM conversions, in pipeline order (xDSL provides scf-to-cf and the cast cleanup)
+NAMES = [p for p in LEVEL_PASSES["llvm-dialect"] if p in PASSES]
 
 ADD = """
 func.func @add(%a: memref<1000xf32>, %b: memref<1000xf32>, %c: memref<1000xf32>) {
