@@ -379,7 +379,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ZigguratError, FrontendError, UsageError) as e:
         print(f"ziggurat: error: {e}", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # tuning records are already on disk: say so, no traceback
+        print("ziggurat: interrupted (every measurement made so far is in the database)", file=sys.stderr)
         return 130
     except Exception as e:  # an internal error: one line, the traceback only on request
         if os.environ.get("ZIGGURAT_TRACEBACK"):
