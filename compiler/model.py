@@ -26,6 +26,7 @@ from xdsl.utils.exceptions import DiagnosticException, VerifyException
 from compiler import registry
 from compiler.errors import CompileError, InputError
 from compiler.pipelines import LEVEL_PASSES
+from passes.analysis.main_function import main_function
 
 LEVELS = ("graph", "tensor", "loops", "llvm-dialect")
 """IR levels in lowering order; `llvm-ir` and `asm` come from the backend after the last one."""
@@ -120,7 +121,8 @@ class TensorSpec:
 
 def _signature(module: ModuleOp) -> tuple[list[TensorSpec], list[TensorSpec]]:
     """Input and output specs of @main at the graph or tensor level (names from ziggurat.name)."""
-    main = next(op for op in module.ops if isinstance(op, func.FuncOp) and op.sym_name.data == "main")
+    main = main_function(module)
+    assert main is not None, "the module has no @main"
     ftype = main.function_type
 
     def name_of(attrs, i: int, default: str) -> str:
@@ -257,7 +259,8 @@ def compile_report(
         t0 = time.perf_counter()
         run_passes(ctx, module, LEVEL_PASSES[lvl])
         timings[lvl] = time.perf_counter() - t0
-    main = next(o for o in module.ops if isinstance(o, func.FuncOp) and o.sym_name.data == "main")
+    main = main_function(module)
+    assert main is not None, "the module has no @main"
     calls = [o for o in main.walk() if isinstance(o, func.CallOp)]
     plan = module.attributes.get("ziggurat.memory_plan")
     total = arena = 0

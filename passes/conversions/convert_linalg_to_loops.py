@@ -273,9 +273,6 @@ class LoopNestGenerator:
         return list(loop.results)
 
     # ------------------------------------------------------------ operand access
-    def vec_type(self, elem: Attribute, width: int) -> Attribute:
-        return VectorType(elem, [width]) if width > 1 else elem
-
     def operand_indices(self, i: int, pos: Sequence[Pos]) -> list[SSAValue]:
         a = self.accesses[i]
         return [self.index_expr(a.coefs[r], a.consts[r], pos) for r in range(len(a.coefs))]
@@ -359,17 +356,6 @@ class LoopNestGenerator:
         const = a.offset + sum(s * c for s, c in zip(a.mem_strides, a.consts))
         first = self.index_expr(a.loop_strides, const, pos)
         return self.flat_view(i), first, a.loop_strides[self.v]
-
-    def offset_index(self, base: SSAValue, offset: int) -> SSAValue:
-        if offset == 0:
-            return base
-        return self.pos_value((base, offset))
-
-    def build_vector(self, lanes: Sequence[SSAValue], elem: Attribute) -> SSAValue:
-        vec = self.splat(lanes[0], len(lanes))
-        for lane, x in enumerate(lanes[1:], start=1):
-            vec = self.b.insert(vector.InsertOp(x, vec, [lane], vec.type)).result
-        return vec
 
     def store(self, value: SSAValue, pos: list[Pos], width: int, index: int | None = None) -> None:
         i = self.store_index if index is None else index

@@ -47,6 +47,7 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.ir.affine import AffineMap
 from xdsl.passes import ModulePass
 
+from passes.analysis.main_function import main_function
 from passes.transforms.bufferize_types import (
     collapse_type,
     expand_type,
@@ -592,14 +593,7 @@ class BufferizePass(ModulePass):
     """`greedy` (reuse memory of dead buffers) or `bump` (one slot per buffer)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        fn = next(
-            (
-                f
-                for f in op.body.block.ops
-                if isinstance(f, func.FuncOp) and f.sym_name.data == "main"
-            ),
-            None,
-        )
+        fn = main_function(op)
         if fn is None or not fn.body.blocks:
             return
         if not any(isinstance(t, TensorType) for t in fn.function_type.inputs.data) and not any(

@@ -17,6 +17,8 @@ from xdsl.dialects.linalg.ops import FillOp, GenericOp
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 
+from passes.analysis.main_function import main_function
+
 
 def _captured(op: Operation) -> list[SSAValue]:
     """Operands of `op` and values its regions use from outside, in first-use order."""
@@ -147,14 +149,7 @@ class OutlineKernelsPass(ModulePass):
     name: ClassVar[str] = "outline-kernels"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        main = next(
-            (
-                f
-                for f in op.body.block.ops
-                if isinstance(f, func.FuncOp) and f.sym_name.data == "main"
-            ),
-            None,
-        )
+        main = main_function(op)
         if main is None or not main.body.blocks:
             return
         taken = {
