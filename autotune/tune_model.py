@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from autotune.database import Database
 from autotune.task import Task, anchor_info
 from autotune.task_scheduler import GradientTaskScheduler
+from autotune.transfer import transfer_model
 from autotune.tuner import TaskTuneResult, print_progress, tune_task
 
 
@@ -41,8 +42,13 @@ def tune_tasks(
     batch: int = 16,
     only_missing: bool = False,
     progress: bool = True,
+    transfer: bool = False,
 ) -> ModelTuneSummary:
-    """Spend `trials` measurements over `tasks` (those without records only, if `only_missing`)."""
+    """Spend `trials` measurements over `tasks` (those without records only, if `only_missing`).
+
+    With `transfer`, each task's xgb model starts from one pretrained on the other tasks' records
+    in the database (autotune/transfer.py).
+    """
     db = Database(db_path)
     if only_missing:
         tasks = [t for t in tasks if db.best(t.workload_key) is None]
@@ -58,6 +64,9 @@ def tune_tasks(
             break
         task = tasks[i]
         granted = scheduler.last_batch
+        base = None
+        if transfer and tuner == "xgb":
+            base = transfer_model(db, infos, exclude=task.workload_key, seed=seed)
         result = tune_task(
             task,
             infos[task.workload_key],
@@ -69,6 +78,7 @@ def tune_tasks(
             task_index=i,
             task_count=len(tasks),
             progress=print_progress if progress else None,
+            base_model=base,
         )
         used = len(result.curve)
         summary.trials[task.workload_key] = summary.trials.get(task.workload_key, 0) + used

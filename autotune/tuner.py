@@ -88,8 +88,16 @@ def tune_task(
     task_count: int = 1,
     progress: Callable[[TuneProgress], None] | None = print_progress,
     measure_fn: Callable | None = None,
+    base_model=None,
+    start_with_default: bool = True,
 ) -> TaskTuneResult:
-    """Tune one task for `trials` new measurements (records already in `db` count as known)."""
+    """Tune one task for `trials` new measurements (records already in `db` count as known).
+
+    `base_model` (an `XGBCostModel`, e.g. from `autotune.transfer.transfer_model`) seeds the xgb
+    tuner: its trees rank the first batch and every refit continues boosting from them.
+    `start_with_default=False` leaves out the default schedule as the first trial (search
+    experiments measure the search, not the default-schedule heuristic).
+    """
     from autotune.cost_model import RandomCostModel, XGBCostModel
     from autotune.features import features
     from autotune.measure import measure
@@ -115,6 +123,8 @@ def tune_task(
     best_config = next((r["config"] for r, y in zip(known, ys) if y == best and y > 0), None)
     measured = {space.key(r["config"]) for r in known}
     model = RandomCostModel(seed) if tuner == "random" else XGBCostModel(seed=seed)
+    if base_model is not None and tuner != "random":
+        model.fit(np.zeros((0, 0)), np.zeros(0), base=base_model)
     if xs and tuner != "random":
         model.fit(np.stack(xs), np.array(ys))
 
@@ -130,7 +140,7 @@ def tune_task(
     while done < trials:
         configs = searcher.propose(min(batch, trials - done), measured)
         default = space.default_config()
-        if done == 0 and space.key(default) not in measured:  # the untuned baseline comes first
+        if start_with_default and done == 0 and space.key(default) not in measured:  # the untuned baseline comes first
             configs = [default, *[c for c in configs if space.key(c) != space.key(default)]][: max(1, len(configs))]
         if not configs:
             break  # the space is exhausted
