@@ -62,6 +62,8 @@ _GLOBAL_FEATURES = (
     "working_set_fits_l2",
     "log2_working_set_reg_tile",
     "reg_tile_fits_l1",
+    "parallel_loops",
+    "log2_parallel_chunks",
 )
 
 FEATURE_NAMES: list[str] = (
@@ -92,6 +94,20 @@ def _footprint(coefs: np.ndarray, shape: np.ndarray, box: np.ndarray) -> np.ndar
     return np.minimum(span, shape[None, :]).prod(axis=1)
 
 
+def _parallel_chunks(O, P, T, E, tiled, tile_trips) -> np.ndarray:
+    """Cache tiles shared out to threads: LoopNestGenerator.parallel_dims, vectorized."""
+    rows = np.arange(len(P))
+    chunks = np.ones(len(P))
+    stopped = np.zeros(len(P), dtype=bool)
+    for k in range(int(P.max(initial=0))):
+        d = O[:, k]
+        active = (k < P) & ~stopped & tiled[rows, d]
+        remainder = np.mod(E[0, d], np.maximum(T[rows, d], 1.0)) != 0
+        stopped |= active & remainder
+        chunks = np.where(active & ~remainder, chunks * tile_trips[rows, d], chunks)
+    return chunks
+
+
 def features(info: KernelInfo, schedules: Sequence[Schedule]) -> np.ndarray:
     """(len(schedules), FEATURE_LENGTH) float32 features of the anchor under each schedule."""
     n_cfg = len(schedules)
@@ -107,6 +123,7 @@ def features(info: KernelInfo, schedules: Sequence[Schedule]) -> np.ndarray:
     O = np.array([s.order for s in schedules], dtype=np.int64)
     V = np.array([s.vector for s in schedules], dtype=np.int64)
     W = np.array([s.width for s in schedules], dtype=np.float64)
+    P = np.array([s.parallel for s in schedules], dtype=np.int64)
     rows = np.arange(n_cfg)
     vec_onehot = np.zeros((n_cfg, n), dtype=bool)
     has_vec = V >= 0
@@ -241,6 +258,8 @@ def features(info: KernelInfo, schedules: Sequence[Schedule]) -> np.ndarray:
         ws_cache <= L2_BYTES,
         _log2(ws_reg),
         ws_reg <= L1_BYTES,
+        P.astype(np.float64),
+        _log2(_parallel_chunks(O, P, T, E, tiled, tile_trips)),
     ]
     out[:, col : col + len(glob)] = np.stack(glob, axis=1)
     return out

@@ -201,13 +201,18 @@ def _runner_main(conn: Connection) -> None:
             return
         if msg[0] == "exit":
             return
-        _, key, signature, obj, repeat, number, budget_s = msg
+        _, key, signature, obj, repeat, number, budget_s, threads = msg
         t_start = time.perf_counter()
         if key not in inputs:
             inputs[key] = _random_inputs(signature)
         init = inputs[key]
         engine = llvm.create_mcjit_compiler(llvm.parse_assembly(empty), target_machine())
         try:
+            if b"zrt_parallel_for" in obj:  # resolve the runtime before finalizing (else a crash)
+                from compiler import parallel_runtime
+
+                parallel_runtime.load()
+                parallel_runtime.set_num_threads(threads)
             engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
             engine.finalize_object()
             addr = engine.get_function_address("kernel")
@@ -307,15 +312,19 @@ class Runner:
         repeat: int,
         number: int,
         timeout_s: float,
+        threads: int = 1,
     ) -> tuple[str, Any]:
-        """("ok", (costs, outputs, run_s)) | ("runtime_error" | "timeout", message)."""
+        """("ok", (costs, outputs, run_s)) | ("runtime_error" | "timeout", message).
+
+        Object code that calls the thread-pool runtime runs its parallel loops on `threads` threads.
+        """
         if self._proc is None or self._proc.poll() is not None:
             self.stop()
             self._start()
         assert self._conn is not None
         t0 = time.perf_counter()
         try:
-            self._conn.send(("run", key, signature, obj, repeat, number, timeout_s / 2))
+            self._conn.send(("run", key, signature, obj, repeat, number, timeout_s / 2, threads))
             if not self._conn.poll(timeout_s):
                 self.stop()
                 return "timeout", f"no answer within {timeout_s:g} s (killed)"
@@ -401,6 +410,7 @@ def measure(
     atol: float = 1e-5,
     kernel_irs: list[str | None] | None = None,
     runner: Runner | None = None,
+    threads: int = 1,
 ) -> list[MeasureResult]:
     """Build every candidate (pass specs) in parallel, then run each in the runner process.
 
@@ -445,7 +455,7 @@ def measure(
         if not ok:
             results.append(MeasureResult(error_kind="compile_error", error=obj, build_s=build_s))
             continue
-        kind, payload = runner.run(task.workload_key, signature, obj, repeat, number, timeout_s)
+        kind, payload = runner.run(task.workload_key, signature, obj, repeat, number, timeout_s, threads)
         if kind != "ok":
             results.append(MeasureResult(error_kind=kind, error=payload, build_s=build_s))
             continue

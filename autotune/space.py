@@ -9,6 +9,8 @@ A config is a small JSON-serializable dict (keys in sorted order):
     unroll: unroll factor of the innermost reduction loop (1 without reductions)
     order:  loop order of the tile loops (parallel loops in original order, the reduction loops
             inserted at one position)
+    parallel: (only in a space for more than one thread) how many outermost loops of the order
+            run across threads (`parallelize{loops=P}`); at most the order's leading parallel loops
 
 Every config is a valid schedule (Schedule.check) with at most MAX_ACCUMULATORS register-tile
 accumulators, and replays as tile/interchange/vectorize/unroll-jam pass specs.
@@ -28,6 +30,7 @@ from passes.transforms.default_schedule import (
     host_vector_width,
     vectorizable_along,
 )
+from passes.transforms.parallelize import parallel_schedule
 
 SPACE_VERSION = 1
 MAX_ACCUMULATORS = 24
@@ -56,14 +59,16 @@ def _spread(values: list[int], limit: int) -> list[int]:
 class SearchSpace:
     """Knobs and their candidates, built from the anchor's KernelInfo."""
 
-    def __init__(self, info: KernelInfo, width: int | None = None):
+    def __init__(self, info: KernelInfo, width: int | None = None, threads: int = 1):
         self.info = info
         self.width = width or host_vector_width()
+        self.threads = max(1, threads)
         self.n = info.num_loops
         self.extents = list(info.extents)
         self.parallel = info.parallel_loops
         self.reductions = info.reduction_loops
         self.default = default_schedule(info, self.width)
+        self.threaded_default = parallel_schedule(self.default, info, self.threads)
         d0 = self.default
         w = self.width
         e = self.extents
@@ -89,8 +94,9 @@ class SearchSpace:
             else:
                 cands = [k for k in _divisors(e[d]) if 1 < k < e[d]]
                 cands = _spread(cands, MAX_TILE_CANDIDATES)
-            if 0 < d0.tile[d] < e[d] and d0.tile[d] not in cands:
-                cands = sorted([*cands, d0.tile[d]])
+            for t in (d0.tile[d], self.threaded_default.tile[d]):
+                if 0 < t < e[d] and t not in cands:
+                    cands = sorted([*cands, t])
             self.tile_cands[d] = cands
         # unroll of the innermost reduction loop
         if self.reductions:
@@ -145,13 +151,29 @@ class SearchSpace:
             total += sum(ways.values())
         for d in self.reductions:
             total *= len(self.tile_candidates(d, 1))
-        return total * len(self.unrolls) * len(self.orders)
+        orders = sum(len(self.parallel_choices(o)) for o in self.orders)
+        return total * len(self.unrolls) * orders
+
+    def leading_parallel(self, order: list[int]) -> int:
+        """How many loops at the front of `order` are parallel iterators."""
+        k = 0
+        while k < len(order) and self.info.iterators[order[k]] == "parallel":
+            k += 1
+        return k
+
+    def parallel_choices(self, order: list[int]) -> list[int]:
+        """Values of the `parallel` knob with this order ([0] in a one-thread space)."""
+        return list(range(self.leading_parallel(order) + 1)) if self.threads > 1 else [0]
 
     # -- configs ------------------------------------------------------------------------------
 
-    @staticmethod
-    def _make(vector: int, reg: list[int], tile: list[int], unroll: int, order: list[int]) -> Config:
-        return {"order": list(order), "reg": list(reg), "tile": list(tile), "unroll": unroll, "vector": vector}
+    def _make(
+        self, vector: int, reg: list[int], tile: list[int], unroll: int, order: list[int], parallel: int = 0
+    ) -> Config:
+        cfg: Config = {"order": list(order), "reg": list(reg), "tile": list(tile), "unroll": unroll, "vector": vector}
+        if self.threads > 1:  # one-thread configs keep their PR-1 form (and their records stay valid)
+            cfg["parallel"] = min(parallel, self.leading_parallel(list(order)))
+        return cfg
 
     def sample(self, rng: random.Random) -> Config:
         v = rng.choice(self.vectors)
@@ -167,7 +189,9 @@ class SearchSpace:
             tile[d] = rng.choice(self.tile_candidates(d, reg[d]))
         for d in self.reductions:
             tile[d] = rng.choice(self.tile_candidates(d, 1))
-        return self._make(v, reg, tile, rng.choice(self.unrolls), rng.choice(self.orders))
+        unroll, order = rng.choice(self.unrolls), rng.choice(self.orders)
+        parallel = rng.choice(self.parallel_choices(order)) if self.threads > 1 else 0  # (one-thread draws unchanged)
+        return self._make(v, reg, tile, unroll, order, parallel)
 
     def _fix_loop(self, cfg: Config, d: int, rng: random.Random, prefer: int | None = None) -> None:
         """Give parallel loop d a register tile valid for cfg's vector loop and budget, and a
@@ -196,6 +220,8 @@ class SearchSpace:
             knobs.append(("unroll", -1))
         if len(self.orders) > 1:
             knobs.append(("order", -1))
+        if self.threads > 1:
+            knobs.append(("parallel", -1))
         rng.shuffle(knobs)
         for knob, d in knobs:
             cfg = json.loads(json.dumps(config))
@@ -239,10 +265,16 @@ class SearchSpace:
             if knob == "order":
                 cfg["order"] = rng.choice([o for o in self.orders if o != cfg["order"]])
                 return self._canonical(cfg)
+            if knob == "parallel":
+                cands = [p for p in self.parallel_choices(cfg["order"]) if p != cfg["parallel"]]
+                if not cands:
+                    continue
+                cfg["parallel"] = rng.choice(cands)
+                return self._canonical(cfg)
         return self._canonical(json.loads(json.dumps(config)))  # a space of one config
 
     def _canonical(self, cfg: Config) -> Config:
-        return self._make(cfg["vector"], cfg["reg"], cfg["tile"], cfg["unroll"], cfg["order"])  # type: ignore[arg-type]
+        return self._make(cfg["vector"], cfg["reg"], cfg["tile"], cfg["unroll"], cfg["order"], cfg.get("parallel", 0))  # type: ignore[arg-type]
 
     def contains(self, config: Config) -> bool:
         """Whether `config` is one of the space's configs."""
@@ -250,7 +282,10 @@ class SearchSpace:
             v, reg, tile, unroll, order = (config[k] for k in ("vector", "reg", "tile", "unroll", "order"))
         except KeyError:
             return False
-        if set(config) != {"vector", "reg", "tile", "unroll", "order"}:
+        keys = {"vector", "reg", "tile", "unroll", "order"} | ({"parallel"} if self.threads > 1 else set())
+        if set(config) != keys:
+            return False
+        if self.threads > 1 and config["parallel"] not in self.parallel_choices(config["order"]):  # type: ignore[arg-type]
             return False
         if v not in self.vectors or unroll not in self.unrolls or order not in self.orders:
             return False
@@ -274,7 +309,9 @@ class SearchSpace:
         u = list(reg)
         if self.reductions:
             u[self.reductions[-1]] = unroll
-        return Schedule(tuple(tile), tuple(order), tuple(u), v, self.width if v >= 0 else 1)
+        p = config.get("parallel", 0)
+        assert isinstance(p, int)
+        return Schedule(tuple(tile), tuple(order), tuple(u), v, self.width if v >= 0 else 1, p)
 
     def to_passes(self, config: Config, op_index: int, kernel: str = "") -> list[str]:
         """Pass specs that turn any schedule of the anchor into to_schedule(config)."""
@@ -286,12 +323,15 @@ class SearchSpace:
 
         # vectorize first: it rounds the vector loop's register tile, which unroll-jam then sets
         vec = f"vectorize{{dim={s.vector} width={s.width}{where}}}" if s.vector >= 0 else f"vectorize{{dim=-1{where}}}"
-        return [
+        passes = [
             vec,
             f"unroll-jam{{factors={ints(s.unroll)}{where}}}",
             f"tile{{sizes={ints(s.tile)}{where}}}",
             f"interchange{{order={ints(s.order)}{where}}}",
         ]
+        if self.threads > 1:
+            passes.append(f"parallelize{{loops={s.parallel}{where}}}")
+        return passes
 
     def space_hash(self) -> str:
         definition = {
@@ -307,17 +347,19 @@ class SearchSpace:
             "unrolls": self.unrolls,
             "orders": self.orders,
         }
+        if self.threads > 1:
+            definition["threads"] = self.threads
         return hashlib.sha256(json.dumps(definition, sort_keys=True).encode()).hexdigest()
 
     def default_config(self) -> Config:
-        """The analytic default schedule, projected onto the space."""
-        s = self.default
+        """The analytic default schedule (parallelized in a threaded space), projected onto the space."""
+        s = self.threaded_default
         v = s.vector if s.vector in self.vectors else -1
         order = list(s.order) if list(s.order) in self.orders else self.orders[-1]
         red_unroll = s.unroll[self.reductions[-1]] if self.reductions else 1
         if red_unroll not in self.unrolls:
             red_unroll = max(u for u in self.unrolls if u <= red_unroll)
-        cfg = self._make(v, [1] * self.n, [0] * self.n, red_unroll, order)
+        cfg = self._make(v, [1] * self.n, [0] * self.n, red_unroll, order, s.parallel)
         reg, tile = cfg["reg"], cfg["tile"]
         assert isinstance(reg, list) and isinstance(tile, list)
         for d in self.reductions:

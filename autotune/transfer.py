@@ -19,11 +19,11 @@ from autotune.database import Database
 from autotune.space import SearchSpace
 
 
-def task_training_rows(db: Database, workload_key: str, info) -> tuple[np.ndarray, np.ndarray]:
+def task_training_rows(db: Database, workload_key: str, info, threads: int = 1) -> tuple[np.ndarray, np.ndarray]:
     """Feature rows and GFLOP/s labels (0 for failures) of one task's records in `db`."""
     from autotune.features import features
 
-    space = SearchSpace(info)
+    space = SearchSpace(info, threads=threads)
     records = [r for r in db.records(workload_key, space_hash=space.space_hash()) if r.get("config") is not None]
     if not records:
         return np.zeros((0, 0), np.float32), np.zeros(0)
@@ -35,14 +35,14 @@ def task_training_rows(db: Database, workload_key: str, info) -> tuple[np.ndarra
 
 
 def transfer_model(
-    db: Database, infos: Mapping[str, object], exclude: str | None = None, seed: int = 0
+    db: Database, infos: Mapping[str, object], exclude: str | None = None, seed: int = 0, threads: int = 1
 ) -> XGBCostModel | None:
     """A model pretrained on the records of every task in `infos` except `exclude` (None if none)."""
     xs, ys = [], []
     for key, info in infos.items():
         if key == exclude:
             continue
-        X, y = task_training_rows(db, key, info)
+        X, y = task_training_rows(db, key, info, threads)
         if len(y) and np.any(y > 0):
             xs.append(X)
             ys.append(y)

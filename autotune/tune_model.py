@@ -11,6 +11,7 @@ import sys
 from dataclasses import dataclass, field
 
 from autotune.database import Database
+from autotune.space import SearchSpace
 from autotune.task import Task, anchor_info
 from autotune.task_scheduler import GradientTaskScheduler
 from autotune.transfer import transfer_model
@@ -43,20 +44,27 @@ def tune_tasks(
     only_missing: bool = False,
     progress: bool = True,
     transfer: bool = False,
+    measure_fn=None,
+    threads: int = 1,
 ) -> ModelTuneSummary:
     """Spend `trials` measurements over `tasks` (those without records only, if `only_missing`).
 
     With `transfer`, each task's xgb model starts from one pretrained on the other tasks' records
-    in the database (autotune/transfer.py).
+    in the database (autotune/transfer.py). `measure_fn` replaces `measure.measure` (e.g. an
+    `autotune.distributed.DaskMeasurer`, whose `.target` the records then carry). `threads` > 1
+    tunes the `parallel` knob too, measuring on that many threads.
     """
     db = Database(db_path)
+    infos = {t.workload_key: anchor_info(t) for t in tasks}
     if only_missing:
-        tasks = [t for t in tasks if db.best(t.workload_key) is None]
+        tasks = [
+            t for t in tasks
+            if db.best(t.workload_key, space_hash=SearchSpace(infos[t.workload_key], threads=threads).space_hash()) is None
+        ]
     summary = ModelTuneSummary(tasks)
     if not tasks or trials <= 0:
         return summary
     scheduler = GradientTaskScheduler(tasks, trials, batch, seed=seed)
-    infos = {t.workload_key: anchor_info(t) for t in tasks}
     best_latency: dict[int, float] = {}
     while True:
         i = scheduler.next_task(best_latency)
@@ -66,7 +74,7 @@ def tune_tasks(
         granted = scheduler.last_batch
         base = None
         if transfer and tuner == "xgb":
-            base = transfer_model(db, infos, exclude=task.workload_key, seed=seed)
+            base = transfer_model(db, infos, exclude=task.workload_key, seed=seed, threads=threads)
         result = tune_task(
             task,
             infos[task.workload_key],
@@ -79,6 +87,8 @@ def tune_tasks(
             task_count=len(tasks),
             progress=print_progress if progress else None,
             base_model=base,
+            threads=threads,
+            measure_fn=measure_fn,
         )
         used = len(result.curve)
         summary.trials[task.workload_key] = summary.trials.get(task.workload_key, 0) + used

@@ -7,6 +7,7 @@ database as it comes (so an interrupted run loses nothing and resumes), and the 
 
 from __future__ import annotations
 
+import functools
 import random
 import sys
 import time
@@ -90,22 +91,24 @@ def tune_task(
     measure_fn: Callable | None = None,
     base_model=None,
     start_with_default: bool = True,
+    threads: int = 1,
 ) -> TaskTuneResult:
     """Tune one task for `trials` new measurements (records already in `db` count as known).
 
     `base_model` (an `XGBCostModel`, e.g. from `autotune.transfer.transfer_model`) seeds the xgb
     tuner: its trees rank the first batch and every refit continues boosting from them.
     `start_with_default=False` leaves out the default schedule as the first trial (search
-    experiments measure the search, not the default-schedule heuristic).
+    experiments measure the search, not the default-schedule heuristic). With `threads` > 1 the
+    space has the `parallel` knob and candidates run on that many threads.
     """
     from autotune.cost_model import RandomCostModel, XGBCostModel
     from autotune.features import features
     from autotune.measure import measure
     from autotune.search import RandomSearch, SimulatedAnnealing
 
-    measure_fn = measure_fn or measure
+    measure_fn = measure_fn or functools.partial(measure, threads=threads)
     rng = random.Random(seed)
-    space = SearchSpace(info)
+    space = SearchSpace(info, threads=threads)
     known = [
         r for r in db.records(task.workload_key, space_hash=space.space_hash()) if r.get("config") is not None
     ]
@@ -145,9 +148,15 @@ def tune_task(
         if not configs:
             break  # the space is exhausted
         results = measure_fn(task, [space.to_passes(c, task.anchor) for c in configs])
+        # where they ran: a remote measurer (autotune.distributed) names its workers' target;
+        # None (measure.measure) leaves it to the database, which writes this host's
+        target = getattr(measure_fn, "target", None)
         for config, result in zip(configs, results):
             g = 0.0 if result.error_kind else gflops(result.costs)
-            db.append(make_record(task, space, config, result))
+            record = make_record(task, space, config, result)
+            if target is not None:
+                record["target"] = dict(target)
+            db.append(record)
             measured.add(space.key(config))
             xs.append(feats([config])[0])
             ys.append(g)

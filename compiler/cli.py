@@ -61,18 +61,19 @@ def cmd_compile(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     shapes = parse_input_shapes(args.input_shape)
     optimize = not args.no_graph_opt
+    _check_threads(args.threads)
     if args.report:
         print(json.dumps(compile_report(_model_arg(args.model), shapes, optimize=optimize), indent=2))
         if not args.output:
             return 0
     module = import_model(_model_arg(args.model), shapes)
     if args.emit in ("graph", "tensor", "loops", "llvm-dialect"):
-        lower(module, args.emit, optimize=optimize, db=args.db)
+        lower(module, args.emit, optimize=optimize, db=args.db, threads=args.threads)
         _write(str(module), args.output)
     else:
         from compiler.backends.llvm_cpu import compile_to_asm, compile_to_llvm_ir
 
-        lower(module, "llvm-dialect", optimize=optimize, db=args.db)
+        lower(module, "llvm-dialect", optimize=optimize, db=args.db, threads=args.threads)
         _write(compile_to_llvm_ir(module) if args.emit == "llvm-ir" else compile_to_asm(module), args.output)
     if args.db and args.emit not in ("graph", "tensor"):
         _report_db_use()
@@ -105,8 +106,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     from compiler.model import compile_model
 
     feeds = _load_npz(args.inputs)
+    _check_threads(args.threads)
     model = compile_model(
-        args.model, parse_input_shapes(args.input_shape), target=args.target, optimize=not args.no_graph_opt, db=args.db
+        args.model, parse_input_shapes(args.input_shape), target=args.target, optimize=not args.no_graph_opt, db=args.db,
+        threads=args.threads,
     )
     if args.db:
         _report_db_use()
@@ -118,6 +121,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     for name, value in outputs.items():
         print(f"{name}: shape {list(value.shape)} -> {args.output}")
     return 0
+
+
+def _check_threads(threads: int) -> None:
+    if threads < 1:
+        raise UsageError(f"--threads must be at least 1 (got {threads})")
 
 
 def _ort_session(model_bytes: bytes, threads: int):
@@ -170,7 +178,7 @@ def bench_model(
 
     proto = model_path_or_proto if isinstance(model_path_or_proto, onnx.ModelProto) else onnx.load(str(model_path_or_proto))
     t0 = time.perf_counter()
-    compiled = compile_model(proto, optimize=optimize, db=db)
+    compiled = compile_model(proto, optimize=optimize, db=db, threads=threads)
     compile_s = time.perf_counter() - t0
     feeds = zoo.random_inputs(proto)
     sess = _ort_session(proto.SerializeToString(), threads)
@@ -179,7 +187,7 @@ def bench_model(
     max_err = max(float(np.max(np.abs(ours[k] - ref[k]))) for k in ref)
     engines: dict[str, object] = {"ziggurat": compiled.runner(feeds), "onnxruntime": lambda: sess.run(None, feeds)}
     if compare_unoptimized:
-        plain = compile_model(proto, optimize=False)
+        plain = compile_model(proto, optimize=False, threads=threads)
         engines["unoptimized"] = plain.runner(feeds)
     t = _time_interleaved(engines, seconds)
     result = {
@@ -199,8 +207,7 @@ def bench_model(
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    if args.threads != 1:
-        raise UsageError("only --threads 1 is supported until the parallelizing schedule lands")
+    _check_threads(args.threads)
     result = bench_model(_model_arg(args.model), args.threads, args.seconds, db=args.db)
     if args.db:
         _report_db_use()
@@ -209,7 +216,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     else:
         print(f"model            {result['model']}")
         print(f"compile          {result['compile_s']:.2f} s  {result['compile_breakdown_s']}")
-        print(f"ziggurat         {result['ziggurat_ms']:.3f} ms")
+        print(f"ziggurat         {result['ziggurat_ms']:.3f} ms   (threads={args.threads})")
         print(f"onnxruntime      {result['onnxruntime_ms']:.3f} ms   (threads={args.threads})")
         print(f"ratio            {result['ratio']:.2f}x onnxruntime latency   max |err| {result['max_abs_err']:.2e}")
     return 0
@@ -231,13 +238,29 @@ def cmd_tune(args: argparse.Namespace) -> int:
     from autotune.task import extract_tasks
     from autotune.tune_model import plot_curves, tune_tasks
 
-    if args.threads != 1:
-        raise UsageError("only --threads 1 is supported until the parallelizing schedule lands")
+    _check_threads(args.threads)
     if args.trials < 1:
         raise UsageError("--trials must be a positive number")
     tasks = extract_tasks(_model_arg(args.model))
-    print(f"{len(tasks)} tasks; {args.trials} trials with the {args.tuner} tuner; records -> {args.db}", file=sys.stderr)
-    summary = tune_tasks(tasks, args.db, args.trials, tuner=args.tuner, seed=args.seed)
+    measurer = None
+    if args.dask:
+        from autotune.distributed import DaskMeasurer  # its errors are ZigguratErrors
+
+        measurer = DaskMeasurer(args.dask, measure_kwargs={"threads": args.threads})
+        print(f"measuring on {measurer.n_workers} dask workers ({measurer.target['cpu']})", file=sys.stderr)
+    print(
+        f"{len(tasks)} tasks; {args.trials} trials with the {args.tuner} tuner on {args.threads} thread(s)"
+        f"{' with transfer learning' if args.transfer else ''}; records -> {args.db}",
+        file=sys.stderr,
+    )
+    try:
+        summary = tune_tasks(
+            tasks, args.db, args.trials, tuner=args.tuner, seed=args.seed, measure_fn=measurer,
+            threads=args.threads, transfer=args.transfer,
+        )
+    finally:
+        if measurer is not None:
+            measurer.close()
     print(summary.table())
     if args.plot:
         plot_curves(summary, args.plot)
@@ -319,6 +342,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--report", choices=["json"], help="print kernel, fusion, memory and compile-time figures")
     c.add_argument("--no-graph-opt", action="store_true", help="skip folding and fusion (one kernel per operator)")
     c.add_argument("--db", help="apply the best schedules recorded by `ziggurat tune` in this database")
+    c.add_argument("--threads", type=int, default=1, help="run the outer loops of large kernels on this many threads")
     c.set_defaults(fn=cmd_compile)
 
     r = sub.add_parser("run", help="run a model on inputs from an .npz file")
@@ -329,25 +353,32 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--input-shape", action="append", metavar="NAME=1x3x224x224")
     r.add_argument("--no-graph-opt", action="store_true", help="skip folding and fusion")
     r.add_argument("--db", help="apply the best schedules recorded by `ziggurat tune` in this database")
+    r.add_argument("--threads", type=int, default=1, help="threads for the kernels' parallel loops")
     r.set_defaults(fn=cmd_run)
 
     b = sub.add_parser("bench", help="time ziggurat and onnxruntime in the same run")
     b.add_argument("model", help="an .onnx file or zoo:NAME (" + ", ".join(["mlp", "small-cnn", "transformer-block", "resnet18"]) + ")")
-    b.add_argument("--threads", type=int, default=1)
+    b.add_argument("--threads", type=int, default=1, help="threads for ziggurat and for onnxruntime (intra-op)")
     b.add_argument("--seconds", type=float, default=1.0, help="minimum timing time per engine")
     b.add_argument("--json", action="store_true")
     b.add_argument("--db", help="apply the best schedules recorded by `ziggurat tune` in this database")
     b.set_defaults(fn=cmd_bench)
 
-    t = sub.add_parser("tune", help="tune the model's kernels on this machine, recording to a database")
+    t = sub.add_parser("tune", help="tune the model's kernels on this machine (or dask workers: --dask), recording to a database")
     t.add_argument("model", help="an .onnx file or zoo:NAME")
     t.add_argument("--trials", type=int, required=True, help="measurements in total, spread over the tasks")
     t.add_argument("--db", required=True, help="JSON-lines database (appended to; tuning resumes from it)")
     t.add_argument("--target", default="cpu", choices=["cpu"])
     t.add_argument("--seed", type=int, default=0)
-    t.add_argument("--threads", type=int, default=1)
+    t.add_argument("--threads", type=int, default=1, help="tune for (and measure on) this many threads: adds the parallel knob")
+    t.add_argument("--transfer", action="store_true", help="seed each task's cost model with the other tasks' records")
     t.add_argument("--tuner", choices=["xgb", "random"], default="xgb")
     t.add_argument("--plot", metavar="FILE.png", help="draw best-so-far GFLOP/s against trials per task")
+    t.add_argument(
+        "--dask",
+        metavar="ADDRESS",
+        help="measure on the workers of this dask scheduler (e.g. tcp://host:8786) instead of here",
+    )
     t.set_defaults(fn=cmd_tune)
 
     d = sub.add_parser("demo", help="compile and run a built-in model, compare with onnxruntime")

@@ -85,10 +85,12 @@ def lower(
     timings: dict[str, float] | None = None,
     optimize: bool = True,
     db: str | None = None,
+    threads: int = 1,
 ) -> ModuleOp:
     """Lower a freshly imported graph-level module in place down to `level` (one of LEVELS).
 
-    With `optimize`, the graph-level passes (folding, simplification, fusion) run first.
+    With `optimize`, the graph-level passes (folding, simplification, fusion) run first. With
+    `threads` > 1 the default schedules run the outer loops of large kernels across threads.
     """
     ctx = ctx or make_context()
     for lvl in LEVELS[: LEVELS.index(level) + 1]:
@@ -99,7 +101,9 @@ def lower(
         if lvl == "loops" and db:  # tuned schedules first; default-schedule fills in the rest
             if '"' in db:
                 raise CompileError(f"database path may not contain '\"': {db}")
-            passes.insert(passes.index("outline-kernels") + 1, f'autotune{{db="{db}"}}')
+            passes.insert(passes.index("outline-kernels") + 1, f'autotune{{db="{db}" threads={threads}}}')
+        if lvl == "loops" and threads > 1:
+            passes[passes.index("default-schedule")] = f"default-schedule{{threads={threads}}}"
         run_passes(ctx, module, passes)
         if timings is not None:
             timings[lvl] = time.perf_counter() - t0
@@ -148,6 +152,14 @@ class CompiledModel:
     outputs: list[TensorSpec]
     program: Any
     timings: dict[str, float] = field(default_factory=dict)
+    threads: int = 1
+    """Threads of the parallel-for runtime while this model runs (kernels with parallel loops)."""
+
+    def _use_threads(self) -> None:
+        if getattr(self.program, "parallel", False):
+            from compiler import parallel_runtime
+
+            parallel_runtime.set_num_threads(self.threads)
 
     @property
     def input_names(self) -> list[str]:
@@ -180,6 +192,7 @@ class CompiledModel:
 
         args = [aligned_copy(a) for a in self.check_inputs(feeds)]
         outs = [aligned_empty(s.shape, s.dtype) for s in self.outputs]
+        self._use_threads()
         self.program.function("main")(*args, *outs)
         return {s.name: o for s, o in zip(self.outputs, outs)}
 
@@ -190,6 +203,7 @@ class CompiledModel:
         args = [aligned_copy(a) for a in self.check_inputs(feeds)]
         outs = [aligned_empty(s.shape, s.dtype) for s in self.outputs]
         fn = self.program.function("main")
+        self._use_threads()
         return lambda: fn(*args, *outs)
 
 
@@ -199,21 +213,25 @@ def compile_module(
     optimize: bool = False,
     jobs: int | None = None,
     db: str | None = None,
+    threads: int = 1,
 ) -> CompiledModel:
     """Compile a graph-level module to a runnable CompiledModel (as it is, unless `optimize`).
 
-    Kernels are lowered and compiled by `jobs` worker processes (default: one per core).
+    Kernels are lowered and compiled by `jobs` worker processes (default: one per core); the
+    model runs its parallel loops on `threads` threads.
     """
+    if threads < 1:
+        raise CompileError(f"threads must be at least 1 (got {threads})")
     from compiler.parallel_compile import compile_split, default_workers
 
     ctx = ctx or make_context()
     timings: dict[str, float] = {}
     ins, outs = _signature(module)
-    lower(module, "loops", ctx, timings, optimize=optimize, db=db)
+    lower(module, "loops", ctx, timings, optimize=optimize, db=db, threads=threads)
     t0 = time.perf_counter()
     program, _ = compile_split(module, ctx, jobs or default_workers())
     timings["llvm+machine-code"] = time.perf_counter() - t0
-    return CompiledModel(ins, outs, program, timings)
+    return CompiledModel(ins, outs, program, timings, threads)
 
 
 def compile_model(
@@ -222,6 +240,7 @@ def compile_model(
     target: str = "cpu",
     optimize: bool = True,
     db: str | None = None,
+    threads: int = 1,
 ) -> CompiledModel:
     """Import an ONNX model (path or ModelProto) and compile it for `target`.
 
@@ -232,7 +251,7 @@ def compile_model(
     t0 = time.perf_counter()
     module = import_model(model, input_shapes)
     t_import = time.perf_counter() - t0
-    compiled = compile_module(module, optimize=optimize, db=db)
+    compiled = compile_module(module, optimize=optimize, db=db, threads=threads)
     compiled.timings = {"import": t_import, **compiled.timings}
     return compiled
 

@@ -16,6 +16,7 @@ LEVEL_PASSES: dict[str, list[str]] = {
     "tensor": ["convert-graph-to-linalg"],
     "loops": ["bufferize", "outline-kernels", "default-schedule", "convert-linalg-to-loops"],
     "llvm-dialect": [
+        "convert-parallel-to-runtime",
         "convert-scf-to-cf",
         "convert-vector-to-llvm",
         "convert-memref-to-llvm",

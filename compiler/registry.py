@@ -39,6 +39,7 @@ PASSES: dict[str, str] = {
     "convert-index-to-llvm": "passes.conversions.convert_index_to_llvm:ConvertIndexToLLVMPass",
     "convert-cf-to-llvm": "passes.conversions.convert_cf_to_llvm:ConvertCfToLLVMPass",
     "convert-func-to-llvm": "passes.conversions.convert_func_to_llvm:ConvertFuncToLLVMPass",
+    "convert-parallel-to-runtime": "passes.conversions.convert_parallel_to_runtime:ConvertParallelToRuntimePass",
     # graph-level optimizations
     "fold-constants": "passes.transforms.fold_constants:FoldConstantsPass",
     "fold-batchnorm": "passes.transforms.fold_batchnorm:FoldBatchnormPass",
@@ -51,6 +52,8 @@ PASSES: dict[str, str] = {
     "autotune": "passes.transforms.autotune:AutotunePass",
     "tile": "passes.transforms.tile:TilePass",
     "interchange": "passes.transforms.interchange:InterchangePass",
+    "parallelize": "passes.transforms.parallelize:ParallelizePass",
+    "pack": "passes.transforms.pack:PackPass",
     "vectorize": "passes.transforms.vectorize:VectorizePass",
     "unroll-jam": "passes.transforms.unroll_jam:UnrollJamPass",
 }

@@ -33,6 +33,11 @@ class Schedule:
             elements and is a multiple of `width`), unroll factor for reduction loops
     vector: the loop whose iterations become vector lanes (-1 = scalar code)
     width:  vector width in elements
+    parallel: how many of the outermost tile loops (in `order`) run in parallel across threads
+            (0 = none); they must be parallel iterators. Their full cache tiles form one
+            `scf.parallel` that convert-parallel-to-runtime hands to the thread-pool runtime.
+    pack:   input operands (indices into the kernel's operands) copied into a contiguous panel
+            at the start of every innermost cache tile, and read from there inside it.
     """
 
     tile: tuple[int, ...]
@@ -40,6 +45,8 @@ class Schedule:
     unroll: tuple[int, ...]
     vector: int = -1
     width: int = 1
+    parallel: int = 0
+    pack: tuple[int, ...] = ()
 
     @staticmethod
     def identity(num_loops: int) -> Schedule:
@@ -61,11 +68,16 @@ class Schedule:
             raise ValueError(f"vector loop {self.vector} out of range")
         if self.vector >= 0 and (self.width < 1 or self.unroll[self.vector] % self.width):
             raise ValueError("the vector loop's register tile must be a multiple of the width")
+        if not 0 <= self.parallel <= n:
+            raise ValueError(f"parallel = {self.parallel} is not a number of loops in 0..{n}")
+        if len(set(self.pack)) != len(self.pack) or any(i < 0 for i in self.pack):
+            raise ValueError(f"pack {list(self.pack)} must list distinct operand indices")
 
 
 @irdl_attr_definition
 class ScheduleAttr(ParametrizedAttribute):
-    """`#sched.schedule<tile = [..], order = [..], unroll = [..], vector = V, width = W>`."""
+    """`#sched.schedule<tile = [..], order = [..], unroll = [..], vector = V, width = W
+    [, parallel = P]>` (`parallel` printed only when nonzero)."""
 
     name = "sched.schedule"
 
@@ -74,13 +86,18 @@ class ScheduleAttr(ParametrizedAttribute):
     unroll: ArrayAttr[IntAttr]
     vector: IntAttr
     width: IntAttr
+    parallel: IntAttr
+    pack: ArrayAttr[IntAttr]
 
     @staticmethod
     def from_schedule(s: Schedule) -> ScheduleAttr:
         def ints(xs: Sequence[int]) -> ArrayAttr[IntAttr]:
             return ArrayAttr([IntAttr(x) for x in xs])
 
-        return ScheduleAttr(ints(s.tile), ints(s.order), ints(s.unroll), IntAttr(s.vector), IntAttr(s.width))
+        return ScheduleAttr(
+            ints(s.tile), ints(s.order), ints(s.unroll), IntAttr(s.vector), IntAttr(s.width), IntAttr(s.parallel),
+            ints(s.pack),
+        )
 
     def schedule(self) -> Schedule:
         return Schedule(
@@ -89,6 +106,8 @@ class ScheduleAttr(ParametrizedAttribute):
             tuple(x.data for x in self.unroll),
             self.vector.data,
             self.width.data,
+            self.parallel.data,
+            tuple(x.data for x in self.pack),
         )
 
     def verify(self) -> None:
@@ -104,7 +123,10 @@ class ScheduleAttr(ParametrizedAttribute):
 
         printer.print_string(
             f"<tile = {ints(self.tile)}, order = {ints(self.order)}, unroll = {ints(self.unroll)}, "
-            f"vector = {self.vector.data}, width = {self.width.data}>"
+            f"vector = {self.vector.data}, width = {self.width.data}"
+            + (f", parallel = {self.parallel.data}" if self.parallel.data else "")
+            + (f", pack = {ints(self.pack)}" if self.pack.data else "")
+            + ">"
         )
 
     @classmethod
@@ -132,7 +154,15 @@ class ScheduleAttr(ParametrizedAttribute):
             parser.parse_punctuation(",")
             field("width")
             width = IntAttr(parser.parse_integer())
-        return [tile, order, unroll, vector, width]
+            parallel, pack = IntAttr(0), ArrayAttr[IntAttr]([])
+            while parser.parse_optional_punctuation(","):  # optional fields, in this order
+                if parser.parse_optional_keyword("parallel"):
+                    parser.parse_punctuation("=")
+                    parallel = IntAttr(parser.parse_integer())
+                else:
+                    field("pack")
+                    pack = int_list()
+        return [tile, order, unroll, vector, width, parallel, pack]
 
 
 Sched = Dialect("sched", [], [ScheduleAttr])

@@ -338,6 +338,7 @@ class LLVMCPUProgram:
     signatures: dict[str, tuple[list[Any], Any]]
     bound_constants: dict[str, np.ndarray] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
+    parallel: bool = False  # calls the thread-pool runtime
     _asm: str | None = None
 
     def function(self, name: str) -> Callable[..., Any]:
@@ -378,12 +379,22 @@ def compile_object(module: ModuleOp) -> bytes:
     return tm.emit_object(mod)
 
 
+def uses_parallel_runtime(*code: str | bytes) -> bool:
+    """Whether IR text or object code calls the thread-pool runtime (compiler/parallel_runtime.py)."""
+    return any(("zrt_parallel_for" if isinstance(c, str) else b"zrt_parallel_for") in c for c in code)
+
+
 def compile_module(module: ModuleOp, objects: Sequence[bytes] = ()) -> LLVMCPUProgram:
     """Translate, optimize (O3, host CPU) and JIT an LLVM-dialect module, linked with `objects`
     (kernels compiled by compile_object) that define the functions it only declares."""
     prefix = f"__zg{next(_program_ids)}_"
     mod, tm, bound, timings = _build(module, prefix)
     t0 = time.perf_counter()
+    parallel = uses_parallel_runtime(str(mod), *objects)
+    if parallel:  # before finalizing: an unresolved runtime symbol would be a crash at the call
+        from compiler import parallel_runtime
+
+        parallel_runtime.load()
     for symbol, array in bound.items():
         llvm.add_symbol(symbol, array.ctypes.data)
     engine = llvm.create_mcjit_compiler(mod, tm)
@@ -410,4 +421,5 @@ def compile_module(module: ModuleOp, objects: Sequence[bytes] = ()) -> LLVMCPUPr
         signatures=signatures,
         bound_constants=bound,
         timings=timings,
+        parallel=parallel,
     )

@@ -18,6 +18,7 @@ produces static trip counts and no masks.
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -55,6 +56,8 @@ from passes.analysis.kernel_access import (
 )
 from passes.transforms.default_schedule import default_schedule
 from passes.transforms.outline_kernels import PRIVATE_ARGS_ATTR
+from passes.transforms.pack import check_pack
+from passes.transforms.parallelize import check_parallel
 
 Pos = tuple[SSAValue | None, int]
 """A loop position: an SSA index (or none) plus a static offset."""
@@ -157,6 +160,7 @@ class LoopNestGenerator:
             (0, IndexType()): self.anchor.result
         }
         self.b = Builder(InsertPoint.before(self.op))
+        self.bases: dict[int, SSAValue] = {}  # packed operands: panel index of the tile's start
 
     def _add_fusion(self, fusion: Fusion) -> None:
         """Bring the prologue/epilogue generics' accesses into this kernel's loop space."""
@@ -275,7 +279,17 @@ class LoopNestGenerator:
     # ------------------------------------------------------------ operand access
     def operand_indices(self, i: int, pos: Sequence[Pos]) -> list[SSAValue]:
         a = self.accesses[i]
-        return [self.index_expr(a.coefs[r], a.consts[r], pos) for r in range(len(a.coefs))]
+        indices = [self.index_expr(a.coefs[r], a.consts[r], pos) for r in range(len(a.coefs))]
+        if i in self.bases:  # a packed panel: relative to the tile's first element
+            indices = [self.rebase(i, x) for x in indices]
+        return indices
+
+    def rebase(self, i: int, index: SSAValue) -> SSAValue:
+        key = ("rebase", index, self.bases[i])
+        found = self.lookup(key)
+        if found is not None:
+            return found
+        return self.remember(key, self.b.insert(arith.SubiOp(index, self.bases[i])).result)
 
     def load(self, i: int, pos: list[Pos], width: int) -> SSAValue:
         a = self.accesses[i]
@@ -295,14 +309,14 @@ class LoopNestGenerator:
         value = a.value
         elem = value.type.element_type  # type: ignore[attr-defined]
         if width == 1 or a.invariant_to(self.v):
-            key = ("load", i, tuple(self.pos_key(pos, d) for d in range(self.n) if any(row[d] for row in a.coefs)))
+            key = ("load", i, id(value), tuple(self.pos_key(pos, d) for d in range(self.n) if any(row[d] for row in a.coefs)))
             found = self.lookup(key)
             if found is None:
                 found = self.b.insert(memref.LoadOp.get(value, self.operand_indices(i, pos))).res
                 self.remember(key, found)
             return self.splat(found, width)
         if a.contiguous_along(self.v):
-            key = ("vload", i, width, tuple(self.pos_key(pos, d) for d in range(self.n) if any(row[d] for row in a.coefs)))
+            key = ("vload", i, id(value), width, tuple(self.pos_key(pos, d) for d in range(self.n) if any(row[d] for row in a.coefs)))
             found = self.lookup(key)
             if found is None:
                 op = vector.LoadOp(value, self.operand_indices(i, pos), VectorType(elem, [width]))
@@ -323,9 +337,12 @@ class LoopNestGenerator:
     def scratch(self, elem: Attribute) -> SSAValue:
         """A stack buffer of one vector: strided gathers and scatters go through it as a loop,
         which keeps the IR small (LLVM unrolls it and promotes the buffer to registers)."""
-        key = ("scratch", elem)
+        return self.stack_buffer(("scratch", elem), elem, max(self.w, 1))
+
+    def stack_buffer(self, key: object, elem: Attribute, size: int) -> SSAValue:
+        """A 64-byte-aligned 1-D stack buffer, allocated once at the start of the function."""
         if key not in self.consts:
-            alloca = memref.AllocaOp.get(elem, 64, [max(self.w, 1)])
+            alloca = memref.AllocaOp.get(elem, 64, [size])
             # at the very start of the function: an alloca in LLVM's entry block is promoted to
             # registers; one after earlier loops would be a dynamic stack allocation
             entry = self.op.parent_block()
@@ -355,6 +372,8 @@ class LoopNestGenerator:
         a = self.accesses[i]
         const = a.offset + sum(s * c for s, c in zip(a.mem_strides, a.consts))
         first = self.index_expr(a.loop_strides, const, pos)
+        if i in self.bases:  # a packed panel is flat already
+            return a.value, self.rebase(i, first), a.loop_strides[self.v]
         return self.flat_view(i), first, a.loop_strides[self.v]
 
     def store(self, value: SSAValue, pos: list[Pos], width: int, index: int | None = None) -> None:
@@ -476,22 +495,108 @@ class LoopNestGenerator:
         self.scopes.append(_Scope({}))
         start = [(None, 0)] * self.n
         size = list(self.info.extents)
-        self.tile_level(0, start, size)
+        self.parallel_level(start, size)
         self.scopes.pop()
         self.op.detach()
         self.op.erase()
 
-    def tile_level(self, k: int, start: list[Pos], size: list[int]) -> None:
+    def packed_tile(self, start: list[Pos], size: list[int], body) -> None:
+        """Operand packing: copy the box of each packed operand that this cache tile reads into a
+        contiguous stack panel, then run `body` with those operands read from the panels."""
+        saved = {i: self.accesses[i] for i in self.s.pack}
+        self.scopes.append(_Scope({}))
+        for i in self.s.pack:
+            a = self.accesses[i]
+            box = [1 + sum(c * (size[d] - 1) for d, c in enumerate(row)) for row in a.coefs]
+            strides = [math.prod(box[r + 1 :]) for r in range(len(box))]
+            elem = a.value.type.element_type  # type: ignore[attr-defined]
+            panel = self.stack_buffer(("pack", i, tuple(box)), elem, math.prod(box))
+            lo = [self.index_expr(row, a.consts[r], start) for r, row in enumerate(a.coefs)]
+            self.copy_box(a.value, panel, lo, box, strides)
+            # read from the panel: linear index = sum_d lin[d] * pos_d - (the same at the tile start)
+            lin = [sum(strides[r] * row[d] for r, row in enumerate(a.coefs)) for d in range(self.n)]
+            self.accesses[i] = OperandAccess(panel, False, (math.prod(box),), (1,), 0, [lin], [0], lin)
+            self.bases[i] = self.index_expr(lin, 0, start)
+        try:
+            body()
+        finally:
+            self.scopes.pop()
+            for i, a in saved.items():
+                self.accesses[i] = a
+                self.bases.pop(i, None)
+
+    def copy_box(self, src: SSAValue, panel: SSAValue, lo: list[SSAValue], box: list[int], strides: list[int]) -> None:
+        """panel[sum_r j_r * strides[r]] = src[lo_0 + j_0, ...] for j in the box (row-major)."""
+
+        def level(r: int, at: list[SSAValue], dst: SSAValue | None) -> None:
+            if r == len(box):
+                x = self.b.insert(memref.LoadOp.get(src, at)).res
+                self.b.insert(memref.StoreOp.get(x, panel, [dst if dst is not None else self.idx(0)]))
+                return
+
+            def step(j: SSAValue, _: list[SSAValue]) -> list[SSAValue]:
+                index = self.b.insert(arith.AddiOp(lo[r], j)).result
+                off = j if strides[r] == 1 else self.b.insert(arith.MuliOp(j, self.idx(strides[r]))).result
+                level(r + 1, [*at, index], off if dst is None else self.b.insert(arith.AddiOp(dst, off)).result)
+                return []
+
+            self.for_loop(self.idx(0), self.idx(box[r]), 1, [], step)
+
+        level(0, [], None)
+
+    def parallel_dims(self, size: list[int]) -> list[int]:
+        """The loops whose cache tiles run across threads: the tiled ones among the first
+        `parallel` loops of the order, up to the first whose tile leaves a remainder (a peeled
+        remainder tile is different code, so it cannot share the collapsed parallel space)."""
+        dims = []
+        for d in self.s.order[: self.s.parallel]:
+            t = self.s.tile[d]
+            if t == 0 or t >= size[d]:
+                continue  # no tile loop: every thread covers the whole extent
+            if size[d] % t:
+                break
+            dims.append(d)
+        return dims
+
+    def parallel_level(self, start: list[Pos], size: list[int]) -> None:
+        """The full cache tiles of the parallel loops as one scf.parallel, the rest inside it."""
+        dims = self.parallel_dims(size)
+        if not dims:
+            self.tile_level(0, start, size)
+            return
+        block = Block(arg_types=[IndexType()] * len(dims))
+        loop = scf.ParallelOp(
+            [self.idx(0)] * len(dims),
+            [self.idx(size[d]) for d in dims],
+            [self.idx(self.s.tile[d]) for d in dims],
+            Region(block),
+        )
+        self.b.insert(loop)
+        saved = self.b
+        self.b = Builder(InsertPoint.at_end(block))
+        self.scopes.append(_Scope({}))
+        for d, iv in zip(dims, block.args):
+            start = _with(start, d, (iv, 0))
+            size = _with(size, d, self.s.tile[d])
+        self.tile_level(0, start, size, skip=frozenset(dims))
+        self.b.insert(scf.ReduceOp())
+        self.scopes.pop()
+        self.b = saved
+
+    def tile_level(self, k: int, start: list[Pos], size: list[int], skip: frozenset[int] = frozenset()) -> None:
         if k == self.n:
             par = [d for d in self.s.order if self.info.iterators[d] == "parallel"]
-            self.point_level(par, 0, start, size)
+            if self.s.pack:
+                self.packed_tile(start, size, lambda: self.point_level(par, 0, start, size))
+            else:
+                self.point_level(par, 0, start, size)
             return
         d = self.s.order[k]
         t = self.s.tile[d]
-        if t == 0 or t >= size[d]:
-            self.tile_level(k + 1, start, size)
+        if t == 0 or t >= size[d] or d in skip:
+            self.tile_level(k + 1, start, size, skip)
             return
-        inner = lambda st, sz: self.tile_level(k + 1, st, sz)  # noqa: E731
+        inner = lambda st, sz: self.tile_level(k + 1, st, sz, skip)  # noqa: E731
         if self.info.iterators[d] == "reduction" and (self.prologue or self.epilogues):
             self.split_reduction(d, t, start, size, inner)
         else:
@@ -645,6 +750,11 @@ def lower_kernel(op: linalg.GenericOp, fusion: Fusion | None = None) -> None:
         raise DiagnosticException(f"convert-linalg-to-loops: bad schedule for kernel: {e}") from e
     if sched.vector >= 0 and info.iterators[sched.vector] != "parallel":
         raise DiagnosticException("convert-linalg-to-loops: only parallel loops can be vectorized")
+    try:
+        check_parallel(sched, info)
+        check_pack(sched, info)
+    except ValueError as e:
+        raise DiagnosticException(f"convert-linalg-to-loops: bad schedule for kernel: {e}") from e
     if fusion is not None:
         # fused stages know the first and last reduction tile of one reduction loop only
         reds = [d for d in sched.order if info.iterators[d] == "reduction" and 0 < sched.tile[d] < info.extents[d]]

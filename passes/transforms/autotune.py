@@ -32,13 +32,20 @@ class AutotuneStats:
 LAST_STATS = AutotuneStats()
 
 
-def apply_database(module: ModuleOp, db_path: str, ctx: Context) -> AutotuneStats:
-    """Schedule every kernel of `module` from the best record of its task in the database."""
+def apply_database(module: ModuleOp, db_path: str, ctx: Context, threads: int = 1) -> AutotuneStats:
+    """Schedule every kernel of `module` from the best record of its task in the database.
+
+    With `threads` > 1, a record tuned for that many threads wins; else a one-thread record is
+    applied and its outer loops are parallelized by the default heuristic (parallel_schedule).
+    """
     from autotune.database import Database
     from autotune.space import SearchSpace
     from autotune.task import generics_of, task_from_function
     from compiler.model import run_passes
+    from dialects.sched import SCHEDULE_ATTR_NAME, ScheduleAttr
     from passes.analysis.kernel_access import analyze_kernel
+    from passes.transforms.default_schedule import schedule_of
+    from passes.transforms.parallelize import parallel_schedule
 
     db = Database(db_path)
     stats = AutotuneStats()
@@ -50,12 +57,20 @@ def apply_database(module: ModuleOp, db_path: str, ctx: Context) -> AutotuneStat
             continue
         stats.kernels += 1
         task = task_from_function(fn)
-        space = SearchSpace(analyze_kernel(generics_of(fn)[task.anchor]))
-        best = db.best(task.workload_key, space_hash=space.space_hash())
-        if best is None or not space.contains(best["config"]):
+        anchor = generics_of(fn)[task.anchor]
+        info = analyze_kernel(anchor)
+        spaces = [SearchSpace(info, threads=threads)] + ([SearchSpace(info)] if threads > 1 else [])
+        for space in spaces:
+            best = db.best(task.workload_key, space_hash=space.space_hash())
+            if best is not None and space.contains(best["config"]):
+                break
+        else:
             stats.fallback.append(task.name)
             continue
         run_passes(ctx, module, space.to_passes(best["config"], task.anchor, kernel=fn.sym_name.data))
+        if space.threads < threads:  # a one-thread record: parallelize it like the default
+            s = parallel_schedule(schedule_of(anchor), info, threads)
+            anchor.attributes[SCHEDULE_ATTR_NAME] = ScheduleAttr.from_schedule(s)
         stats.tuned += 1
     return stats
 
@@ -70,6 +85,8 @@ class AutotunePass(ModulePass):
     tuner: str = "xgb"
     seed: int = 0
     target: str = "cpu"
+    threads: int = 1
+    """Threads the kernels will run on (records tuned for that many are preferred)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         global LAST_STATS
@@ -88,5 +105,8 @@ class AutotunePass(ModulePass):
             from autotune.task import extract_tasks
             from autotune.tune_model import tune_tasks
 
-            tune_tasks(extract_tasks(op), self.db, self.trials, tuner=self.tuner, seed=self.seed, only_missing=True)
-        LAST_STATS = apply_database(op, self.db, ctx)
+            tune_tasks(
+                extract_tasks(op), self.db, self.trials, tuner=self.tuner, seed=self.seed, only_missing=True,
+                threads=self.threads,
+            )
+        LAST_STATS = apply_database(op, self.db, ctx, self.threads)

@@ -164,10 +164,16 @@ class DefaultSchedulePass(ModulePass):
     width: int = 0
     """Vector width in f32 lanes; 0 = the host CPU's."""
 
+    threads: int = 1
+    """With more than one, the outer loops of large kernels run across threads (parallelize)."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        from passes.transforms.parallelize import parallel_schedule
+
         for g in op.walk():
             if isinstance(g, linalg.GenericOp) and SCHEDULE_ATTR_NAME not in g.attributes:
-                s = default_schedule(analyze_kernel(g), self.width or None)
+                info = analyze_kernel(g)
+                s = parallel_schedule(default_schedule(info, self.width or None), info, self.threads)
                 g.attributes[SCHEDULE_ATTR_NAME] = ScheduleAttr.from_schedule(s)
 
 

@@ -8,6 +8,7 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
+from passes.analysis.kernel_access import KernelInfo
 from passes.transforms.schedule_edit import edit_schedules, per_loop
 
 
@@ -19,6 +20,15 @@ class InterchangePass(ModulePass):
     kernel: str = ""
     op: int = -1
     """Only the op-th linalg.generic of each targeted function (-1: all of them)."""
+
+    @staticmethod
+    def schedule_space(info: KernelInfo) -> list[list[int]]:
+        """The loop-order knob: parallel loops in their order, the reduction loops (in theirs)
+        inserted at one position (the orders that matter for reuse of the register tile)."""
+        p, r = info.parallel_loops, info.reduction_loops
+        if not r:
+            return [list(range(info.num_loops))]
+        return [p[:k] + r + p[k:] for k in range(len(p) + 1)]
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         edit_schedules(

@@ -51,6 +51,18 @@ def edit_schedules(
         raise DiagnosticException(f"{pass_name}: no kernel named '{kernel}'")
 
 
+def divisors(n: int) -> list[int]:
+    return [k for k in range(1, n + 1) if n % k == 0]
+
+
+def spread(values: list[int], limit: int) -> list[int]:
+    """At most `limit` of the sorted `values`, evenly spread (the ends kept)."""
+    if len(values) <= limit:
+        return values
+    idx = sorted({round(i * (len(values) - 1) / (limit - 1)) for i in range(limit)})
+    return [values[i] for i in idx]
+
+
 def per_loop(values: tuple[int, ...], info: KernelInfo, what: str) -> tuple[int, ...]:
     if len(values) != info.num_loops:
         raise ValueError(f"expected {info.num_loops} {what} (one per loop), got {len(values)}")

@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
-from passes.transforms.schedule_edit import edit_schedules, per_loop
+from dialects.sched import Schedule
+from passes.analysis.kernel_access import KernelInfo
+from passes.transforms.schedule_edit import divisors, edit_schedules, per_loop, spread
+
+
+MAX_TILE_CANDIDATES = 8
+MIN_TILED_REDUCTION = 8
 
 
 @dataclass(frozen=True)
@@ -19,6 +26,23 @@ class TilePass(ModulePass):
     kernel: str = ""
     op: int = -1
     """Only the op-th linalg.generic of each targeted function (-1: all of them)."""
+
+    @staticmethod
+    def schedule_space(info: KernelInfo, defaults: Sequence[Schedule] = ()) -> dict[int, list[int]]:
+        """Cache-tile candidates per loop (0, untiled, is always allowed besides): proper divisors
+        of the extent, evenly thinned out, plus the tiles the given default schedules use. Short
+        reductions are never tiled."""
+        out: dict[int, list[int]] = {}
+        for d, e in enumerate(info.extents):
+            if info.iterators[d] == "reduction" and e < MIN_TILED_REDUCTION:
+                cands: list[int] = []
+            else:
+                cands = spread([k for k in divisors(e) if 1 < k < e], MAX_TILE_CANDIDATES)
+            for s in defaults:
+                if 0 < s.tile[d] < e and s.tile[d] not in cands:
+                    cands = sorted([*cands, s.tile[d]])
+            out[d] = cands
+        return out
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         edit_schedules(

@@ -28,6 +28,11 @@ class VectorizePass(ModulePass):
     op: int = -1
     """Only the op-th linalg.generic of each targeted function (-1: all of them)."""
 
+    @staticmethod
+    def schedule_space(info: KernelInfo) -> list[int]:
+        """The vector-loop knob: -1 (scalar) or a parallel loop the body can run as lanes."""
+        return [-1] + [d for d in info.parallel_loops if info.extents[d] >= 2 and vectorizable_along(info, d)]
+
     def _edit(self, s: Schedule, info: KernelInfo) -> Schedule:
         if self.dim < 0:
             return replace(s, vector=-1, width=1)

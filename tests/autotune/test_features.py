@@ -5,9 +5,11 @@ from __future__ import annotations
 import functools
 import random
 import time
+from dataclasses import replace
 
 import numpy as np
 import onnx
+import pytest
 from onnx import TensorProto, helper
 
 from autotune.features import FEATURE_LENGTH, FEATURE_NAMES, features
@@ -106,3 +108,13 @@ def test_throughput_on_conv() -> None:
     print(f"features: {rate:,.0f} configs/s on {info.extents}")
     assert np.isfinite(X).all()
     assert rate >= 2000
+
+
+def test_parallel_features() -> None:
+    info = matmul_info()
+    base = Schedule((16, 32, 0), (0, 1, 2), (4, 32, 2), 1, 16)
+    rows = features(info, [base, replace(base, parallel=1), replace(base, parallel=2)])
+    assert [f(r, "parallel_loops") for r in rows] == [0, 1, 2]
+    extents = info.extents
+    chunks = [2 ** f(r, "log2_parallel_chunks") for r in rows]
+    assert chunks == pytest.approx([1, extents[0] / 16, extents[0] / 16 * extents[1] / 32])

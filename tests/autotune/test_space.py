@@ -186,3 +186,66 @@ def test_sampled_conv_configs_compute_the_default_result() -> None:
             if i in private:
                 continue
             np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-4, err_msg=f"config {space.key(cfg)} arg {i}")
+
+
+# -- spaces for several threads: the `parallel` knob ------------------------------------------
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_threaded_space_has_parallel_knob(kind: str) -> None:
+    t = task(kind)
+    info = anchor_info(t)
+    one, two = SearchSpace(info, WIDTH), SearchSpace(info, WIDTH, threads=2)
+    assert "parallel" not in one.default_config()  # one-thread configs (and records) are unchanged
+    assert two.space_hash() != one.space_hash()
+    assert two.size > one.size
+    rng = random.Random(5)
+    seen = set()
+    cfg = two.sample(rng)
+    for _ in range(200):
+        cfg = two.mutate(cfg, rng)
+        assert two.contains(cfg) and not one.contains(cfg)
+        s = two.to_schedule(cfg)
+        assert s.parallel == cfg["parallel"] <= two.leading_parallel(cfg["order"])
+        assert all(info.iterators[d] == "parallel" for d in s.order[: s.parallel])
+        seen.add(cfg["parallel"])
+    assert len(seen) > 1
+    passes = two.to_passes(cfg, t.anchor)
+    assert passes[-1].startswith(f"parallelize{{loops={cfg['parallel']}")
+    fresh = kernel_module(t)
+    run_passes(make_context(), fresh, passes)
+    assert anchor_schedule(fresh, t) == two.to_schedule(cfg)
+
+
+def test_threaded_default_config_is_parallel() -> None:
+    info = anchor_info(task("conv"))
+    cfg = SearchSpace(info, WIDTH, threads=2).default_config()
+    assert cfg["parallel"] >= 1
+
+
+def test_parallel_conv_configs_compute_the_default_result() -> None:
+    from compiler import parallel_runtime
+
+    t = next(t for t in tasks_of("small_cnn") if t.name.startswith("conv"))
+    fn = next(f for f in kernel_module(t).ops if isinstance(f, func.FuncOp))
+    private = set(fn.attributes[PRIVATE_ARGS_ATTR].get_values()) if PRIVATE_ARGS_ATTR in fn.attributes else set()
+    rng_np = np.random.default_rng(1)
+    inputs = []
+    for typ in fn.function_type.inputs.data:
+        strides = typ.get_strides() or [1]
+        inputs.append(rng_np.standard_normal(1 + sum((s - 1) * st for s, st in zip(typ.get_shape(), strides))).astype(np.float32))
+    reference = _run(_lowered(t, []), "kernel", inputs)
+    space = SearchSpace(anchor_info(t), threads=2)
+    rng = random.Random(11)
+    configs = [c for c in (space.sample(rng) for _ in range(40)) if c["parallel"]][:4]
+    assert configs
+    before = parallel_runtime.get_num_threads()
+    parallel_runtime.set_num_threads(2)
+    try:
+        for cfg in [space.default_config(), *configs]:
+            got = _run(_lowered(t, space.to_passes(cfg, t.anchor)), "kernel", inputs)
+            for i, (a, b) in enumerate(zip(got, reference)):
+                if i not in private:
+                    np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-4, err_msg=f"config {space.key(cfg)} arg {i}")
+    finally:
+        parallel_runtime.set_num_threads(before)
