@@ -35,6 +35,7 @@ _OPERAND_FEATURES = (
     "log2_bytes_cache_tile",
     "log2_bytes_total",
     "log2_reuse_cache_tile",
+    "packed",
 )
 _GLOBAL_FEATURES = (
     "num_loops",
@@ -207,6 +208,7 @@ def features(info: KernelInfo, schedules: Sequence[Schedule]) -> np.ndarray:
         out[:, base + 8] = _log2(fp_cache * ELEMENT_BYTES)
         out[:, base + 9] = _log2(fp_all * ELEMENT_BYTES)
         out[:, base + 10] = _log2(cache_iters / fp_cache)
+        out[:, base + 11] = [i in s.pack for s in schedules]
         ws_cache += fp_cache * ELEMENT_BYTES
         ws_reg += fp_reg * ELEMENT_BYTES
         if not acc.is_output:

@@ -55,6 +55,10 @@ def _as_rng(rng: random.Random | int | None) -> random.Random:
     return random.Random(rng)
 
 
+ENUMERATE_LIMIT = 20_000
+"""Spaces up to this size are enumerated once random sampling stops finding unmeasured configs."""
+
+
 def _random_unmeasured(
     space: Space,
     rng: random.Random,
@@ -74,6 +78,13 @@ def _random_unmeasured(
             continue
         exclude.add(key)
         out.append(config)
+    if len(out) < n and getattr(space, "size", ENUMERATE_LIMIT + 1) <= ENUMERATE_LIMIT:
+        # a small space nearly measured: sampling may miss its rare configs, so list them all
+        rest = [c for c in space.configs() if space.key(c) not in exclude]  # type: ignore[attr-defined]
+        rng.shuffle(rest)
+        for config in rest[: n - len(out)]:
+            exclude.add(space.key(config))
+            out.append(config)
     return out
 
 

@@ -9,51 +9,39 @@ A config is a small JSON-serializable dict (keys in sorted order):
     unroll: unroll factor of the innermost reduction loop (1 without reductions)
     order:  loop order of the tile loops (parallel loops in original order, the reduction loops
             inserted at one position)
+    pack:   operands copied into contiguous panels per cache tile (`pack{operands=..}`); only
+            when their panels fit with the config's tiles
     parallel: (only in a space for more than one thread) how many outermost loops of the order
             run across threads (`parallelize{loops=P}`); at most the order's leading parallel loops
 
-Every config is a valid schedule (Schedule.check) with at most MAX_ACCUMULATORS register-tile
-accumulators, and replays as tile/interchange/vectorize/unroll-jam pass specs.
+Each knob's candidates come from the `schedule_space()` of the pass that sets it (vectorize,
+unroll-jam, tile, interchange, pack, parallelize); this class combines them under the
+constraints between knobs. Every config is a valid schedule (Schedule.check) with at most
+MAX_ACCUMULATORS register-tile accumulators, and replays as those passes' specs.
 """
 
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import math
 import random
 
 from dialects.sched import Schedule
 from passes.analysis.kernel_access import KernelInfo
-from passes.transforms.default_schedule import (
-    default_schedule,
-    host_vector_width,
-    vectorizable_along,
-)
-from passes.transforms.parallelize import parallel_schedule
+from passes.transforms.default_schedule import default_schedule, host_vector_width
+from passes.transforms.interchange import InterchangePass
+from passes.transforms.pack import PackPass, check_pack
+from passes.transforms.parallelize import ParallelizePass, parallel_schedule
+from passes.transforms.tile import TilePass
+from passes.transforms.unroll_jam import UnrollJamPass
+from passes.transforms.vectorize import VectorizePass
 
-SPACE_VERSION = 1
+SPACE_VERSION = 2  # 2: the pack knob
 MAX_ACCUMULATORS = 24
-SMALL_REG = (1, 2, 3, 4, 6, 8)
-MAX_REG = 24
-MAX_VECTORS = 8
-MAX_TILE_CANDIDATES = 8
-REDUCTION_UNROLLS = (1, 2, 4, 8)
-MIN_TILED_REDUCTION = 8
 
 Config = dict[str, list[int] | int]
-
-
-def _divisors(n: int) -> list[int]:
-    return [k for k in range(1, n + 1) if n % k == 0]
-
-
-def _spread(values: list[int], limit: int) -> list[int]:
-    """At most `limit` of the sorted `values`, evenly spread (the ends kept)."""
-    if len(values) <= limit:
-        return values
-    idx = sorted({round(i * (len(values) - 1) / (limit - 1)) for i in range(limit)})
-    return [values[i] for i in idx]
 
 
 class SearchSpace:
@@ -69,51 +57,13 @@ class SearchSpace:
         self.reductions = info.reduction_loops
         self.default = default_schedule(info, self.width)
         self.threaded_default = parallel_schedule(self.default, info, self.threads)
-        d0 = self.default
-        w = self.width
-        e = self.extents
-        self.vectors = [-1] + [d for d in self.parallel if e[d] >= 2 and vectorizable_along(info, d)]
-        # register-tile candidates of each parallel loop, scalar and as the vector loop
-        self.reg_scalar: dict[int, list[int]] = {}
-        self.reg_vector: dict[int, list[int]] = {}
-        for d in self.parallel:
-            cands = {k for k in _divisors(e[d]) if k <= MAX_REG} | {k for k in SMALL_REG if k <= e[d]}
-            if d != d0.vector and d0.unroll[d] <= MAX_ACCUMULATORS:
-                cands.add(d0.unroll[d])
-            self.reg_scalar[d] = sorted(cands)
-            nvec = max(1, min(math.ceil(e[d] / w), MAX_VECTORS))
-            vcands = {k * w for k in range(1, nvec + 1)}
-            if d == d0.vector:
-                vcands.add(d0.unroll[d])
-            self.reg_vector[d] = sorted(vcands)
-        # cache-tile candidates: proper divisors (a parallel loop's also a multiple of its register tile)
-        self.tile_cands: dict[int, list[int]] = {}
-        for d in range(self.n):
-            if info.iterators[d] == "reduction" and e[d] < MIN_TILED_REDUCTION:
-                cands = []
-            else:
-                cands = [k for k in _divisors(e[d]) if 1 < k < e[d]]
-                cands = _spread(cands, MAX_TILE_CANDIDATES)
-            for t in (d0.tile[d], self.threaded_default.tile[d]):
-                if 0 < t < e[d] and t not in cands:
-                    cands = sorted([*cands, t])
-            self.tile_cands[d] = cands
-        # unroll of the innermost reduction loop
-        if self.reductions:
-            last = e[self.reductions[-1]]
-            u = {k for k in REDUCTION_UNROLLS if k <= last}
-            if last <= max(REDUCTION_UNROLLS):
-                u.add(last)
-            u.add(d0.unroll[self.reductions[-1]])
-            self.unrolls = sorted(u)
-        else:
-            self.unrolls = [1]
-        # loop orders: parallel loops in order, the reduction loops inserted at one position
-        if self.reductions:
-            p, r = self.parallel, self.reductions
-            self.orders = [p[:k] + r + p[k:] for k in range(len(p) + 1)]
-        else:
-            self.orders = [list(range(self.n))]
+        # each knob's candidates come from the schedule pass that sets it
+        self.vectors = VectorizePass.schedule_space(info)
+        regs = UnrollJamPass.schedule_space(info, self.width, self.default, MAX_ACCUMULATORS)
+        self.reg_scalar, self.reg_vector, self.unrolls = regs.scalar, regs.vector, regs.reduction_unrolls
+        self.tile_cands = TilePass.schedule_space(info, [self.default, self.threaded_default])
+        self.orders = InterchangePass.schedule_space(info)
+        self.packs = PackPass.schedule_space(info)
         self.size = self._count()
 
     # -- candidates under constraints --------------------------------------------------------
@@ -152,7 +102,7 @@ class SearchSpace:
         for d in self.reductions:
             total *= len(self.tile_candidates(d, 1))
         orders = sum(len(self.parallel_choices(o)) for o in self.orders)
-        return total * len(self.unrolls) * orders
+        return total * len(self.unrolls) * orders * len(self.packs)  # (an upper bound: panels must fit)
 
     def leading_parallel(self, order: list[int]) -> int:
         """How many loops at the front of `order` are parallel iterators."""
@@ -163,14 +113,33 @@ class SearchSpace:
 
     def parallel_choices(self, order: list[int]) -> list[int]:
         """Values of the `parallel` knob with this order ([0] in a one-thread space)."""
-        return list(range(self.leading_parallel(order) + 1)) if self.threads > 1 else [0]
+        return ParallelizePass.schedule_space(self.info, order, self.threads)
+
+    def pack_fits(self, pack: list[int], tile: list[int]) -> bool:
+        """Whether the panels of `pack` fit (check_pack) with these cache tiles."""
+        if not pack:
+            return True
+        try:
+            check_pack(Schedule(tuple(tile), tuple(range(self.n)), (1,) * self.n, pack=tuple(pack)), self.info)
+        except ValueError:
+            return False
+        return True
+
+    def pack_choices(self, tile: list[int]) -> list[list[int]]:
+        return [p for p in self.packs if self.pack_fits(p, tile)]
 
     # -- configs ------------------------------------------------------------------------------
 
     def _make(
-        self, vector: int, reg: list[int], tile: list[int], unroll: int, order: list[int], parallel: int = 0
+        self, vector: int, reg: list[int], tile: list[int], unroll: int, order: list[int], parallel: int = 0,
+        pack: list[int] | None = None,
     ) -> Config:
-        cfg: Config = {"order": list(order), "reg": list(reg), "tile": list(tile), "unroll": unroll, "vector": vector}
+        pack = list(pack or [])
+        if not self.pack_fits(pack, tile):  # a tile change outgrew the panel: pack less
+            pack = max((p for p in self.pack_choices(tile) if set(p) <= set(pack)), key=len)
+        cfg: Config = {
+            "order": list(order), "pack": pack, "reg": list(reg), "tile": list(tile), "unroll": unroll, "vector": vector,
+        }
         if self.threads > 1:  # one-thread configs keep their PR-1 form (and their records stay valid)
             cfg["parallel"] = min(parallel, self.leading_parallel(list(order)))
         return cfg
@@ -190,8 +159,8 @@ class SearchSpace:
         for d in self.reductions:
             tile[d] = rng.choice(self.tile_candidates(d, 1))
         unroll, order = rng.choice(self.unrolls), rng.choice(self.orders)
-        parallel = rng.choice(self.parallel_choices(order)) if self.threads > 1 else 0  # (one-thread draws unchanged)
-        return self._make(v, reg, tile, unroll, order, parallel)
+        parallel = rng.choice(self.parallel_choices(order)) if self.threads > 1 else 0
+        return self._make(v, reg, tile, unroll, order, parallel, rng.choice(self.pack_choices(tile)))
 
     def _fix_loop(self, cfg: Config, d: int, rng: random.Random, prefer: int | None = None) -> None:
         """Give parallel loop d a register tile valid for cfg's vector loop and budget, and a
@@ -222,6 +191,8 @@ class SearchSpace:
             knobs.append(("order", -1))
         if self.threads > 1:
             knobs.append(("parallel", -1))
+        if len(self.packs) > 1:
+            knobs.append(("pack", -1))
         rng.shuffle(knobs)
         for knob, d in knobs:
             cfg = json.loads(json.dumps(config))
@@ -265,6 +236,12 @@ class SearchSpace:
             if knob == "order":
                 cfg["order"] = rng.choice([o for o in self.orders if o != cfg["order"]])
                 return self._canonical(cfg)
+            if knob == "pack":
+                cands = [p for p in self.pack_choices(tile) if p != cfg["pack"]]
+                if not cands:
+                    continue
+                cfg["pack"] = rng.choice(cands)
+                return self._canonical(cfg)
             if knob == "parallel":
                 cands = [p for p in self.parallel_choices(cfg["order"]) if p != cfg["parallel"]]
                 if not cands:
@@ -273,8 +250,29 @@ class SearchSpace:
                 return self._canonical(cfg)
         return self._canonical(json.loads(json.dumps(config)))  # a space of one config
 
+    def configs(self):
+        """Every config of the space (for small spaces: the search enumerates them at the end)."""
+        for v in self.vectors:
+            per_loop = []
+            for d in range(self.n):
+                if d in self.reductions:
+                    per_loop.append([(1, t) for t in self.tile_candidates(d, 1)])
+                else:
+                    per_loop.append([(r, t) for r in self.reg_candidates(d, v) for t in self.tile_candidates(d, r)])
+            for choice in itertools.product(*per_loop):
+                reg, tile = [c[0] for c in choice], [c[1] for c in choice]
+                if math.prod(self.acc_factor(d, reg[d], v) for d in self.parallel) > MAX_ACCUMULATORS:
+                    continue
+                for unroll in self.unrolls:
+                    for order in self.orders:
+                        for parallel in self.parallel_choices(order):
+                            for pack in self.pack_choices(tile):
+                                yield self._make(v, reg, tile, unroll, order, parallel, pack)
+
     def _canonical(self, cfg: Config) -> Config:
-        return self._make(cfg["vector"], cfg["reg"], cfg["tile"], cfg["unroll"], cfg["order"], cfg.get("parallel", 0))  # type: ignore[arg-type]
+        return self._make(  # type: ignore[arg-type]
+            cfg["vector"], cfg["reg"], cfg["tile"], cfg["unroll"], cfg["order"], cfg.get("parallel", 0), cfg.get("pack")
+        )
 
     def contains(self, config: Config) -> bool:
         """Whether `config` is one of the space's configs."""
@@ -282,8 +280,10 @@ class SearchSpace:
             v, reg, tile, unroll, order = (config[k] for k in ("vector", "reg", "tile", "unroll", "order"))
         except KeyError:
             return False
-        keys = {"vector", "reg", "tile", "unroll", "order"} | ({"parallel"} if self.threads > 1 else set())
+        keys = {"vector", "reg", "tile", "unroll", "order", "pack"} | ({"parallel"} if self.threads > 1 else set())
         if set(config) != keys:
+            return False
+        if config["pack"] not in self.pack_choices(tile):  # type: ignore[arg-type]
             return False
         if self.threads > 1 and config["parallel"] not in self.parallel_choices(config["order"]):  # type: ignore[arg-type]
             return False
@@ -309,9 +309,9 @@ class SearchSpace:
         u = list(reg)
         if self.reductions:
             u[self.reductions[-1]] = unroll
-        p = config.get("parallel", 0)
-        assert isinstance(p, int)
-        return Schedule(tuple(tile), tuple(order), tuple(u), v, self.width if v >= 0 else 1, p)
+        p, pack = config.get("parallel", 0), config.get("pack", [])
+        assert isinstance(p, int) and isinstance(pack, list)
+        return Schedule(tuple(tile), tuple(order), tuple(u), v, self.width if v >= 0 else 1, p, tuple(pack))
 
     def to_passes(self, config: Config, op_index: int, kernel: str = "") -> list[str]:
         """Pass specs that turn any schedule of the anchor into to_schedule(config)."""
@@ -329,6 +329,7 @@ class SearchSpace:
             f"tile{{sizes={ints(s.tile)}{where}}}",
             f"interchange{{order={ints(s.order)}{where}}}",
         ]
+        passes.append(f"pack{{operands={ints(s.pack)}{where}}}" if s.pack else f"pack{{{where.strip()}}}")
         if self.threads > 1:
             passes.append(f"parallelize{{loops={s.parallel}{where}}}")
         return passes
@@ -346,6 +347,7 @@ class SearchSpace:
             "tiles": [self.tile_cands[d] for d in range(self.n)],
             "unrolls": self.unrolls,
             "orders": self.orders,
+            "packs": self.packs,
         }
         if self.threads > 1:
             definition["threads"] = self.threads

@@ -105,8 +105,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     from compiler.model import compile_model
 
-    feeds = _load_npz(args.inputs)
     _check_threads(args.threads)
+    feeds = _load_npz(args.inputs)
     model = compile_model(
         args.model, parse_input_shapes(args.input_shape), target=args.target, optimize=not args.no_graph_opt, db=args.db,
         threads=args.threads,

@@ -73,3 +73,22 @@ def test_mlir_opt_accepts_level(model_path: Path, level: str, tmp_path: Path) ->
     dialects = set(OP_NAME.findall(r.stdout))
     assert REQUIRED[level] in dialects
     assert dialects <= ALLOWED[level], f"unexpected dialects at {level}: {sorted(dialects - ALLOWED[level])}"
+
+
+@pytest.mark.parametrize("level", ["loops", "llvm-dialect"])
+def test_mlir_opt_accepts_parallel_loops(level: str, tmp_path: Path) -> None:
+    """With --threads 2 the loops level holds scf.parallel and the llvm level calls the runtime."""
+    path = tmp_path / "model.onnx"
+    onnx.save(zoo.small_cnn(), path)
+    mlir = tmp_path / f"{level}.mlir"
+    r = subprocess.run(
+        [*ziggurat_cmd(), "compile", str(path), "--emit", level, "--threads", "2", "-o", str(mlir)],
+        capture_output=True, text=True, cwd=REPO, timeout=300,
+    )
+    assert r.returncode == 0, r.stderr
+    text = mlir.read_text()
+    assert ('"scf.parallel"' in text) if level == "loops" else ("llvm.call @zrt_parallel_for" in text)
+    r = subprocess.run([str(MLIR_OPT), str(mlir), "--mlir-print-op-generic"], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, f"mlir-opt-22 rejected the {level} level:\n{r.stderr[:4000]}"
+    dialects = set(OP_NAME.findall(r.stdout))
+    assert dialects <= ALLOWED[level], f"unexpected dialects at {level}: {sorted(dialects - ALLOWED[level])}"

@@ -13,7 +13,6 @@ from dialects.sched import Schedule
 from passes.analysis.kernel_access import KernelInfo
 from passes.transforms.schedule_edit import divisors, edit_schedules, per_loop, spread
 
-
 MAX_TILE_CANDIDATES = 8
 MIN_TILED_REDUCTION = 8
 

@@ -18,7 +18,6 @@ from dialects.sched import Schedule
 from passes.analysis.kernel_access import KernelInfo
 from passes.transforms.schedule_edit import divisors, edit_schedules, per_loop
 
-
 SMALL_REG = (1, 2, 3, 4, 6, 8)
 MAX_REG = 24
 MAX_VECTORS = 8

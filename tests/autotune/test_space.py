@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import random
 import subprocess
 import sys
@@ -249,3 +250,30 @@ def test_parallel_conv_configs_compute_the_default_result() -> None:
                     np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-4, err_msg=f"config {space.key(cfg)} arg {i}")
     finally:
         parallel_runtime.set_num_threads(before)
+
+
+def test_pack_knob_comes_from_the_pack_pass_and_panels_fit() -> None:
+    from passes.transforms.pack import MAX_PANEL_ELEMENTS, PackPass, panel_shape
+
+    info = anchor_info(task("matmul"))
+    space = SearchSpace(info, WIDTH)
+    assert space.packs == PackPass.schedule_space(info) == [[], [0], [1], [0, 1]]
+    rng = random.Random(2)
+    packed = 0
+    cfg = space.sample(rng)
+    for _ in range(300):
+        cfg = space.mutate(cfg, rng)
+        s = space.to_schedule(cfg)
+        assert all(math.prod(panel_shape(info, i, s)) <= MAX_PANEL_ELEMENTS for i in s.pack)
+        packed += bool(cfg["pack"])
+    assert packed > 0
+    cfg = {**space.default_config(), "pack": [1]}
+    assert space.contains(cfg) and space.to_passes(cfg, 0)[4] == "pack{operands=1 op=0}"
+
+
+def test_configs_enumerates_exactly_the_space() -> None:
+    space = SearchSpace(anchor_info(task("elementwise")), WIDTH)
+    listed = [space.key(c) for c in space.configs()]
+    assert len(listed) == len(set(listed)) == space.size
+    rng = random.Random(4)
+    assert {space.key(space.sample(rng)) for _ in range(3000)} <= set(listed)

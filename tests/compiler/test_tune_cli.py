@@ -171,3 +171,30 @@ def test_tune_killed_with_sigkill_resumes_without_loss_or_duplicates(tmp_path: P
     assert len(after) == len(old) + 8, (len(old), len(after))
     keys = [(r["workload_key"], json.dumps(r["config"], sort_keys=True)) for r in after]
     assert len(set(keys)) == len(keys), "a config was measured twice"
+
+
+def test_tune_for_two_threads_then_run_with_them(tmp_path: Path) -> None:
+    """--threads 2 tunes the parallel knob (records say so) and run --threads 2 applies them."""
+    model = matmul_model(tmp_path / "mm.onnx", n=128)
+    db = tmp_path / "db.jsonl"
+    r = run_cli("tune", model, "--trials", "6", "--db", db, "--threads", "2", "--transfer")
+    assert r.returncode == 0, r.stderr
+    assert "on 2 thread(s) with transfer learning" in r.stderr
+    records = [json.loads(line) for line in complete_lines(db)]
+    assert len(records) == 6 and all("parallel" in rec["config"] for rec in records)
+    assert any(rec["config"]["parallel"] for rec in records)
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((128, 128)).astype(np.float32), rng.standard_normal((128, 128)).astype(np.float32)
+    np.savez(tmp_path / "in.npz", a=a, b=b)
+    r = run_cli("run", model, "--inputs", tmp_path / "in.npz", "--output", tmp_path / "out.npz", "--db", db, "--threads", "2")
+    assert r.returncode == 0, r.stderr
+    assert "1 of 1 kernels use tuned schedules" in r.stderr
+    np.testing.assert_allclose(np.load(tmp_path / "out.npz")["y"], a @ b, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("command", ["tune", "bench", "run", "compile"])
+def test_bad_thread_count_is_a_clear_error(command: str, tmp_path: Path) -> None:
+    model = matmul_model(tmp_path / "mm.onnx")
+    extra = {"tune": ["--trials", "1", "--db", tmp_path / "db.jsonl"], "run": ["--inputs", "x.npz", "--output", "y.npz"]}
+    r = run_cli(command, model, "--threads", "0", *extra.get(command, []))
+    assert r.returncode == 1 and "--threads must be at least 1 (got 0)" in r.stderr

@@ -19,6 +19,7 @@ from autotune.database import compiler_version, make_record
 from autotune.space import SearchSpace
 from autotune.task import generics_of, task_from_function
 from compiler.model import make_context
+from dialects.sched import ScheduleAttr
 from passes.analysis.kernel_access import analyze_kernel
 
 HERE = Path(__file__).resolve().parent
@@ -75,10 +76,7 @@ def main() -> None:
             f.write(json.dumps(r, sort_keys=True) + "\n")
     print(f"compiler version {compiler_version()}, workload key {task.workload_key}")
     s = spaces[16].to_schedule(applied)
-    print(
-        f"CHECK: #sched.schedule<tile = {list(s.tile)}, order = {list(s.order)}, "
-        f"unroll = {list(s.unroll)}, vector = {s.vector}, width = {s.width}>"
-    )
+    print(f"CHECK: {ScheduleAttr.from_schedule(s)}")
 
 
 if __name__ == "__main__":
