@@ -155,12 +155,18 @@ class Database:
         self._records.append(record)
 
     def records(
-        self, workload_key: str | None = None, space_hash: str | None = None
+        self, workload_key: str | None = None, space_hash: str | None = None, threads: int | None = None
     ) -> list[Record]:
-        """Usable records (of one workload, if given), in the order they were appended."""
+        """Usable records (of one workload, if given), in the order they were appended.
+
+        With `threads`, only records tuned for that many threads (a record without the field was
+        tuned for one); records for other thread counts are valid, just not asked for: no warning.
+        """
         out, stale_space = [], 0
         for r in self._records:
             if workload_key is not None and r["workload_key"] != workload_key:
+                continue
+            if threads is not None and r.get("threads", 1) != threads:
                 continue
             want = (
                 space_hash if space_hash is not None else self.space_hashes.get(r["workload_key"])
@@ -179,10 +185,15 @@ class Database:
             )
         return out
 
-    def best(self, workload_key: str, space_hash: str | None = None) -> Record | None:
+    def best(self, workload_key: str, space_hash: str | None = None, threads: int | None = None) -> Record | None:
         """The fastest successful record of a workload (lowest min cost), or None."""
-        ok = [r for r in self.records(workload_key, space_hash) if math.isfinite(record_cost(r))]
-        return min(ok, key=record_cost) if ok else None
+        ok = self.ranked(workload_key, space_hash, threads)
+        return ok[0] if ok else None
+
+    def ranked(self, workload_key: str, space_hash: str | None = None, threads: int | None = None) -> list[Record]:
+        """The successful records of a workload, fastest first."""
+        ok = [r for r in self.records(workload_key, space_hash, threads) if math.isfinite(record_cost(r))]
+        return sorted(ok, key=record_cost)
 
     def measured_keys(self, workload_key: str, space_hash: str | None = None) -> set[str]:
         """Config keys already measured for a workload, failures included (never measure twice)."""

@@ -75,7 +75,9 @@ class SearchSpace:
         """Cache tiles of loop d allowed with register tile `reg` (0 always is)."""
         if self.info.iterators[d] == "reduction":
             return [0, *self.tile_cands[d]]
-        return [0, *(t for t in self.tile_cands[d] if t > reg and t % reg == 0)]
+        # with threads, a tile of one register tile is a useful parallel chunk
+        smallest = reg if self.threads > 1 else reg + 1
+        return [0, *(t for t in self.tile_cands[d] if t >= smallest and t % reg == 0)]
 
     def acc_factor(self, d: int, reg: int, vector: int) -> int:
         return math.ceil(reg / self.width) if d == vector else reg

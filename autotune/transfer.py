@@ -24,7 +24,7 @@ def task_training_rows(db: Database, workload_key: str, info, threads: int = 1) 
     from autotune.features import features
 
     space = SearchSpace(info, threads=threads)
-    records = [r for r in db.records(workload_key, space_hash=space.space_hash()) if r.get("config") is not None]
+    records = [r for r in db.records(workload_key, space_hash=space.space_hash(), threads=threads) if r.get("config") is not None]
     if not records:
         return np.zeros((0, 0), np.float32), np.zeros(0)
     X = features(info, [space.to_schedule(r["config"]) for r in records])

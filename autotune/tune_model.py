@@ -59,7 +59,9 @@ def tune_tasks(
     if only_missing:
         tasks = [
             t for t in tasks
-            if db.best(t.workload_key, space_hash=SearchSpace(infos[t.workload_key], threads=threads).space_hash()) is None
+            if db.best(
+                t.workload_key, space_hash=SearchSpace(infos[t.workload_key], threads=threads).space_hash(), threads=threads
+            ) is None
         ]
     summary = ModelTuneSummary(tasks)
     if not tasks or trials <= 0:

@@ -68,6 +68,7 @@ def make_record(task: Task, space: SearchSpace, config: dict, result) -> dict:
         "error_kind": result.error_kind,
         "error": result.error,
         "flops": task.flops,
+        "threads": space.threads,
         "timestamp": time.time(),
     }
 
@@ -110,7 +111,7 @@ def tune_task(
     rng = random.Random(seed)
     space = SearchSpace(info, threads=threads)
     known = [
-        r for r in db.records(task.workload_key, space_hash=space.space_hash()) if r.get("config") is not None
+        r for r in db.records(task.workload_key, space_hash=space.space_hash(), threads=threads) if r.get("config") is not None
     ]
     xs: list[np.ndarray] = []
     ys: list[float] = []

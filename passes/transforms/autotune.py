@@ -30,6 +30,9 @@ class AutotuneStats:
 
 
 LAST_STATS = AutotuneStats()
+PARALLEL_FALLBACK_SLACK = 1.15
+"""Applying one-thread records on several threads: a record up to this much slower (one thread)
+than the best is preferred when the best's loop order leaves no outer loop to parallelize."""
 
 
 def apply_database(module: ModuleOp, db_path: str, ctx: Context, threads: int = 1) -> AutotuneStats:
@@ -38,13 +41,12 @@ def apply_database(module: ModuleOp, db_path: str, ctx: Context, threads: int = 
     With `threads` > 1, a record tuned for that many threads wins; else a one-thread record is
     applied and its outer loops are parallelized by the default heuristic (parallel_schedule).
     """
-    from autotune.database import Database
+    from autotune.database import Database, record_cost
     from autotune.space import SearchSpace
     from autotune.task import generics_of, task_from_function
     from compiler.model import run_passes
     from dialects.sched import SCHEDULE_ATTR_NAME, ScheduleAttr
     from passes.analysis.kernel_access import analyze_kernel
-    from passes.transforms.default_schedule import schedule_of
     from passes.transforms.parallelize import parallel_schedule
 
     db = Database(db_path)
@@ -59,18 +61,28 @@ def apply_database(module: ModuleOp, db_path: str, ctx: Context, threads: int = 
         task = task_from_function(fn)
         anchor = generics_of(fn)[task.anchor]
         info = analyze_kernel(anchor)
-        spaces = [SearchSpace(info, threads=threads)] + ([SearchSpace(info)] if threads > 1 else [])
-        for space in spaces:
-            best = db.best(task.workload_key, space_hash=space.space_hash())
-            if best is not None and space.contains(best["config"]):
-                break
-        else:
+        space = SearchSpace(info, threads=threads)
+        best = db.best(task.workload_key, space_hash=space.space_hash(), threads=threads)
+        parallelized = None
+        if best is None and threads > 1:  # no record for this thread count: a one-thread record,
+            space = SearchSpace(info)  # the fastest one the default heuristic can parallelize
+            ranked = [r for r in db.ranked(task.workload_key, space.space_hash(), threads=1) if space.contains(r["config"])]
+            for r in ranked:
+                if record_cost(r) > PARALLEL_FALLBACK_SLACK * record_cost(ranked[0]):
+                    best = ranked[0]  # none close to the best parallelizes: keep the best
+                    break
+                s = parallel_schedule(space.to_schedule(r["config"]), info, threads)
+                if s.parallel:
+                    best, parallelized = r, s
+                    break
+            else:
+                best = ranked[0] if ranked else None
+        if best is None or not space.contains(best["config"]):
             stats.fallback.append(task.name)
             continue
         run_passes(ctx, module, space.to_passes(best["config"], task.anchor, kernel=fn.sym_name.data))
-        if space.threads < threads:  # a one-thread record: parallelize it like the default
-            s = parallel_schedule(schedule_of(anchor), info, threads)
-            anchor.attributes[SCHEDULE_ATTR_NAME] = ScheduleAttr.from_schedule(s)
+        if parallelized is not None:
+            anchor.attributes[SCHEDULE_ATTR_NAME] = ScheduleAttr.from_schedule(parallelized)
         stats.tuned += 1
     return stats
 
