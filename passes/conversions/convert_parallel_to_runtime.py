@@ -212,10 +212,10 @@ def outline(loop: scf.ParallelOp, fn: func.FuncOp, module: ModuleOp) -> None:
     # --- the call site: fill ctx, call the runtime
     fb = fn.body.block
     cb = Builder(InsertPoint.before(loop))
-    one = Builder(InsertPoint.at_start(fb)).insert(
+    n_slots = Builder(InsertPoint.at_start(fb)).insert(
         llvm.ConstantOp(IntegerAttr(max(len(passed), 1), i64), i64)
     )
-    ctx_slots = Builder(InsertPoint.after(one)).insert(llvm.AllocaOp(one, i64, alignment=8))
+    ctx_slots = Builder(InsertPoint.after(n_slots)).insert(llvm.AllocaOp(n_slots, i64, alignment=8))
     for j, v in enumerate(passed):
         value = v
         if isinstance(v.type, MemRefType):
