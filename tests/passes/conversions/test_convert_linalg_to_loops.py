@@ -77,6 +77,27 @@ func.func @kernel(%x: memref<{n}x{c}xf32>, %y: memref<{n}xf32>) {{
 }}"""
 
 
+def conv_reference(x: np.ndarray, w: np.ndarray, stride: int) -> np.ndarray:
+    """numpy conv of conv_src's layout: x (1, C, H, H), w (C, K, K, O), no padding."""
+    _, _, h, _ = x.shape
+    k, o = w.shape[1], w.shape[3]
+    oh = (h - k) // stride + 1
+    ref = np.zeros((1, o, oh, oh), np.float32)
+    for kh in range(k):
+        for kw in range(k):
+            patch = x[0, :, kh : kh + stride * oh : stride, kw : kw + stride * oh : stride]
+            ref[0] += np.einsum("chw,co->ohw", patch, w[:, kh, kw, :])
+    return ref
+
+
+def loops_ir(src: str, passes: list[str]) -> str:
+    """The loops-level text of src after the schedule passes and convert-linalg-to-loops."""
+    ctx = make_context()
+    module = Parser(ctx, src).parse_module()
+    run_passes(ctx, module, [*passes, "convert-linalg-to-loops"], verify_each=True)
+    return str(module)
+
+
 def run_kernel(src: str, schedule_passes: list[str], args: list[np.ndarray], out_shape: tuple[int, ...]) -> np.ndarray:
     ctx = make_context()
     module = Parser(ctx, src).parse_module()
@@ -134,12 +155,7 @@ def test_conv_any_schedule(stride: int, schedule: list[str]) -> None:
     c, h, o, k = 5, 11, 24, 3
     x = RNG.standard_normal((1, c, h, h)).astype(np.float32)
     w = RNG.standard_normal((c, k, k, o)).astype(np.float32)
-    oh = (h - k) // stride + 1
-    ref = np.zeros((1, o, oh, oh), np.float32)
-    for kh in range(k):
-        for kw in range(k):
-            patch = x[0, :, kh : kh + stride * oh : stride, kw : kw + stride * oh : stride]
-            ref[0] += np.einsum("chw,co->ohw", patch, w[:, kh, kw, :])
+    ref = conv_reference(x, w, stride)
     got = run_kernel(conv_src(c, h, o, k, stride), ["default-schedule", *schedule], [x, w], ref.shape)
     np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4)
 

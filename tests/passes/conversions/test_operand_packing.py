@@ -13,19 +13,19 @@ from xdsl.parser import Parser
 
 sys.path.insert(0, os.path.dirname(__file__))
 
-from test_convert_linalg_to_loops import conv_src, fused_src, matmul_src, run_kernel  # noqa: E402
+from test_convert_linalg_to_loops import (  # noqa: E402
+    conv_reference,
+    conv_src,
+    fused_src,
+    loops_ir,
+    matmul_src,
+    run_kernel,
+)
 
 from compiler.errors import CompileError  # noqa: E402
 from compiler.model import LEVEL_PASSES, make_context, run_passes  # noqa: E402
 
 RNG = np.random.default_rng(11)
-
-
-def loops_ir(src: str, passes: list[str]) -> str:
-    ctx = make_context()
-    module = Parser(ctx, src).parse_module()
-    run_passes(ctx, module, [*passes, "convert-linalg-to-loops"], verify_each=True)
-    return str(module)
 
 
 def test_panel_is_allocated_copied_and_read() -> None:
@@ -54,12 +54,7 @@ def test_conv_window_packed(stride: int) -> None:
     c, h, o, k = 5, 13, 16, 3
     x = RNG.standard_normal((1, c, h, h)).astype(np.float32)
     w = RNG.standard_normal((c, k, k, o)).astype(np.float32)
-    oh = (h - k) // stride + 1
-    ref = np.zeros((1, o, oh, oh), np.float32)
-    for kh in range(k):
-        for kw in range(k):
-            patch = x[0, :, kh : kh + stride * oh : stride, kw : kw + stride * oh : stride]
-            ref[0] += np.einsum("chw,co->ohw", patch, w[:, kh, kw, :])
+    ref = conv_reference(x, w, stride)
     passes = ["default-schedule{width=8}", "tile{sizes=0,8,2,0,0,0,0}", "pack{operands=0,1}"]
     got = run_kernel(conv_src(c, h, o, k, stride), passes, [x, w], ref.shape)
     np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4)

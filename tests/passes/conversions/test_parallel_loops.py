@@ -15,8 +15,10 @@ sys.path.insert(0, os.path.dirname(__file__))
 
 from test_convert_linalg_to_loops import (  # noqa: E402
     bias_relu_src,
+    conv_reference,
     conv_src,
     fused_src,
+    loops_ir,
     matmul_src,
     rowmax_src,
     run_kernel,
@@ -34,13 +36,6 @@ def threads(request):
     parallel_runtime.set_num_threads(request.param)
     yield request.param
     parallel_runtime.set_num_threads(before)
-
-
-def loops_ir(src: str, passes: list[str]) -> str:
-    ctx = make_context()
-    module = Parser(ctx, src).parse_module()
-    run_passes(ctx, module, [*passes, "convert-linalg-to-loops"], verify_each=True)
-    return str(module)
 
 
 def test_parallelize_makes_one_collapsed_scf_parallel() -> None:
@@ -82,11 +77,7 @@ def test_conv_parallel_with_gather_scratch(threads: int) -> None:
     c, h, o, k, s = 5, 11, 24, 3, 1
     x = RNG.standard_normal((1, c, h, h)).astype(np.float32)
     w = RNG.standard_normal((c, k, k, o)).astype(np.float32)
-    oh = (h - k) // s + 1
-    ref = np.zeros((1, o, oh, oh), np.float32)
-    for kh in range(k):
-        for kw in range(k):
-            ref[0] += np.einsum("chw,co->ohw", x[0, :, kh : kh + oh, kw : kw + oh], w[:, kh, kw, :])
+    ref = conv_reference(x, w, s)
     passes = ["default-schedule{width=8}", "vectorize{dim=1 width=8}", "unroll-jam{factors=1,8,1,3,1,1,3}", "tile{sizes=0,8,3,0,0,0,0}", "interchange{order=1,2,0,3,4,5,6}", "parallelize{loops=2}"]
     text = loops_ir(conv_src(c, h, o, k, s), passes)
     assert "memref.alloca" in text and '"scf.parallel"' in text
