@@ -26,9 +26,24 @@ from typing import Any, Protocol, Self, runtime_checkable
 
 import numpy as np
 
+from compiler.errors import ZigguratError
+
 META_SUFFIX = ".meta.json"
 BASE_SUFFIX = ".base.json"
 META_FORMAT = 1
+
+
+def _xgboost() -> Any:
+    """The xgboost module, or one clear error naming the install step (a core dependency, so
+    missing only in a broken install)."""
+    try:
+        import xgboost
+    except ImportError as e:
+        raise ZigguratError(
+            f"the tuner's cost model needs xgboost ({e}): pip install xgboost-cpu "
+            "(or reinstall ziggurat, which depends on it)"
+        ) from None
+    return xgboost
 
 
 @runtime_checkable
@@ -139,7 +154,7 @@ class XGBCostModel:
         compared); by default all rows form one group. With no rows the model stays untrained
         (or keeps only its base trees).
         """
-        import xgboost as xgb
+        xgb = _xgboost()
 
         if base is not None:
             if base.feature_length is not None:
@@ -212,7 +227,7 @@ class XGBCostModel:
 
     def predict(self, X: np.ndarray) -> np.ndarray:
         """Scores (float64, higher = faster); zeros while untrained."""
-        import xgboost as xgb
+        xgb = _xgboost()
 
         X = _as_matrix(X)
         if self.booster is None:
@@ -251,7 +266,7 @@ class XGBCostModel:
 
     def load(self, path: str | os.PathLike[str]) -> Self:
         """Load what `save` wrote into this model; returns self."""
-        import xgboost as xgb
+        xgb = _xgboost()
 
         path = Path(path)
         meta = json.loads(Path(str(path) + META_SUFFIX).read_text())

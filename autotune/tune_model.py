@@ -16,6 +16,7 @@ from autotune.task import Task, anchor_info
 from autotune.task_scheduler import GradientTaskScheduler
 from autotune.transfer import transfer_model
 from autotune.tuner import TaskTuneResult, print_progress, tune_task
+from compiler.errors import ZigguratError
 
 
 @dataclass
@@ -110,15 +111,22 @@ def tune_tasks(
     return summary
 
 
+def check_plotting() -> None:
+    """Fail before tuning, not after it, when `--plot` cannot be drawn (matplotlib is optional)."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise ZigguratError("--plot needs matplotlib: pip install 'ziggurat[tune]'") from None
+
+
 def plot_curves(summary: ModelTuneSummary, path: str) -> None:
     """Best-so-far GFLOP/s against trials, one line per task."""
-    try:
-        import matplotlib
+    check_plotting()
+    import matplotlib
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError as e:  # pragma: no cover - the tune extra installs it
-        raise RuntimeError("plotting needs matplotlib: pip install 'ziggurat[tune]'") from e
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
     fig, ax = plt.subplots(figsize=(8, 5))
     for t in summary.tasks:
         r = summary.results.get(t.workload_key)
@@ -130,5 +138,9 @@ def plot_curves(summary: ModelTuneSummary, path: str) -> None:
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    try:
+        fig.savefig(path, dpi=120)
+    except (OSError, ValueError) as e:  # ValueError: an unknown image format (file extension)
+        raise ZigguratError(f"cannot write the plot {path}: {getattr(e, 'strerror', None) or e}") from None
+    finally:
+        plt.close(fig)

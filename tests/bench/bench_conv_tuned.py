@@ -1,6 +1,6 @@
 """Not a unit test: the ResNet-18 conv2d workloads of the AutoTVM paper (Table 1), tuned, vs onnxruntime.
 
-Run: python tests/bench/bench_conv_tuned.py [--trials 256] [--db conv-tune.jsonl] [--only 1,2] [--json]
+Run: python tests/bench/bench_conv_tuned.py [--trials 256] [--db conv.jsonl] [--only 1,2] [--json]
 
 Each workload is an ONNX Conv (batch 1, padding K//2, random weights); ziggurat tunes its kernel
 for `--trials` measurements (resuming from `--db`), compiles it with the best record and is timed
@@ -14,12 +14,12 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import sys
 import time
 
-for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ.setdefault(var, "1")
+import bench_env  # first: the references' environment, before numpy loads
+
+bench_env.prepare()
 
 import numpy as np  # noqa: E402
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
@@ -54,21 +54,22 @@ def conv_model(h: int, w: int, ic: int, oc: int, k: int, s: int, seed: int = 0):
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--trials", type=int, default=256)
-    ap.add_argument("--db", default="conv-tune.jsonl")
+    ap.add_argument("--db", help="tuning database to resume from and keep (default: a temporary one)")
     ap.add_argument("--only", default="", help="comma-separated workload numbers (1-12)")
     ap.add_argument("--seconds", type=float, default=1.0)
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     chosen = [int(i) for i in args.only.split(",")] if args.only else list(range(1, len(WORKLOADS) + 1))
     rows = []
+    db, _tmp = bench_env.scratch_db(args.db)
     for i in chosen:
         h, w, ic, oc, k, s = WORKLOADS[i - 1]
         model = conv_model(h, w, ic, oc, k, s)
         t0 = time.perf_counter()
         if args.trials > 0:
-            tune_tasks(extract_tasks(model), args.db, args.trials, progress=not args.json)
+            tune_tasks(extract_tasks(model), db, args.trials, progress=not args.json)
         tune_s = time.perf_counter() - t0
-        compiled = compile_model(model, db=args.db)
+        compiled = compile_model(model, db=db)
         x = np.random.default_rng(1).standard_normal((1, ic, h, w)).astype(np.float32)
         sess = _ort_session(model.SerializeToString(), 1)
         ref = sess.run(None, {"x": x})[0]
@@ -88,8 +89,9 @@ def main(argv: list[str] | None = None) -> int:
                   f"x{r['speedup_vs_ort']:.2f}  ({r['trials_per_min']} trials/min)")  # fmt: skip
     geo = math.exp(sum(math.log(r["speedup_vs_ort"]) for r in rows) / len(rows))
     if args.json:
-        print(json.dumps({"workloads": rows, "geomean_speedup_vs_ort": round(geo, 3)}))
+        print(json.dumps({"workloads": rows, "geomean_speedup_vs_ort": round(geo, 3), "cpu": bench_env.cpu_description()}))
     else:
+        print(f"cpu: {bench_env.cpu_description()}")
         print(f"geometric mean vs onnxruntime: {geo:.2f}x  (min {min(r['speedup_vs_ort'] for r in rows):.2f}x)")
     return 0
 

@@ -5,11 +5,12 @@ Run: python tests/bench/bench_llvm_matmul.py [size ...]  (single thread; compare
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+import bench_env  # first: the references' environment, before numpy loads
+
+bench_env.prepare()
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "backends"))
 
 import numpy as np  # noqa: E402
@@ -43,5 +44,6 @@ def bench(n: int) -> None:
 
 
 if __name__ == "__main__":
+    print(f"cpu: {bench_env.cpu_description()}; numpy/OpenBLAS on 1 thread, OPENBLAS_CORETYPE unset")
     for size in [int(s) for s in sys.argv[1:]] or [64, 128, 256]:
         bench(size)

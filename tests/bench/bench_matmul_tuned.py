@@ -1,6 +1,6 @@
 """Not a unit test: an fp32 matmul (an ONNX MatMul model) tuned by ziggurat, against numpy/OpenBLAS.
 
-Run: python tests/bench/bench_matmul_tuned.py [--size 1024] [--trials 256] [--db mm.jsonl] [--seconds 2]
+Run: python tests/bench/bench_matmul_tuned.py [--size 1024] [--trials 256] [--db mm.jsonl]  (no --db: a temporary database) [--seconds 2]
 
 Tunes the model's kernel for `--trials` measurements (resuming from `--db`; `--trials 0` only
 applies what the database holds), compiles the model with the best record, and times it against
@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 
-for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ.setdefault(var, "1")
+import bench_env  # first: the references' environment, before numpy loads
+
+bench_env.prepare()
 
 import numpy as np  # noqa: E402
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
@@ -46,19 +46,20 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--size", type=int, default=1024)
     ap.add_argument("--trials", type=int, default=256)
-    ap.add_argument("--db", default="matmul-tune.jsonl")
+    ap.add_argument("--db", help="tuning database to resume from and keep (default: a temporary one)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--seconds", type=float, default=2.0)
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
 
     model, w = matmul_model(args.size)
+    db, _tmp = bench_env.scratch_db(args.db)
     t0 = time.perf_counter()
     if args.trials > 0:
-        summary = tune_tasks(extract_tasks(model), args.db, args.trials, seed=args.seed)
+        summary = tune_tasks(extract_tasks(model), db, args.trials, seed=args.seed)
         print(summary.table(), file=sys.stderr)
     tune_s = time.perf_counter() - t0
-    compiled = compile_model(model, db=args.db)
+    compiled = compile_model(model, db=db)
     x = np.random.default_rng(1).standard_normal((args.size, args.size)).astype(np.float32)
     ours = compiled.run({"x": x})["y"]
     err = float(np.max(np.abs(ours - x @ w)) / np.max(np.abs(x @ w)))
@@ -72,6 +73,7 @@ def main(argv: list[str] | None = None) -> int:
         "numpy_gflops": round(flop / t["numpy"] / 1e9, 1),
         "ratio_vs_numpy": round(t["numpy"] / t["ziggurat"], 3),
         "max_rel_err": err,
+        "cpu": bench_env.cpu_description(),
     }
     if args.json:
         print(json.dumps(result))

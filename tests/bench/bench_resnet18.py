@@ -14,13 +14,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import sys
 import time
 
-for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ.setdefault(var, "1")
+import bench_env  # first: the references' environment, before numpy loads
+
+bench_env.prepare()
 
 import numpy as np  # noqa: E402
 import onnx  # noqa: E402
@@ -62,14 +61,6 @@ def model_gflop(proto: onnx.ModelProto) -> float:
     return flop / 1e9
 
 
-def cpu_name() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            return next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
-    except (OSError, StopIteration):
-        return platform.machine()
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--size", type=int, default=224, help="input image size (default 224)")
@@ -89,12 +80,13 @@ def main(argv: list[str] | None = None) -> int:
         "gflop": round(gflop, 3),
         "ziggurat_gflops": round(gflop / (r["ziggurat_ms"] / 1e3), 1),
         "onnxruntime_gflops": round(gflop / (r["onnxruntime_ms"] / 1e3), 1),
-        "cpu": cpu_name(),
+        "cpu": bench_env.cpu_description(),
     }
     if args.json:
         print(json.dumps(result))
     else:
         rows = [
+            ("cpu", result["cpu"], ""),
             ("model", result["model"], f"{gflop:.2f} GFLOP"),
             ("compile to machine code", f"{r['compile_s']:.2f} s",
              ", ".join(f"{k} {v:.2f}" for k, v in r["compile_breakdown_s"].items())),

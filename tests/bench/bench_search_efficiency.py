@@ -23,8 +23,9 @@ import statistics
 import sys
 import tempfile
 
-for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ.setdefault(var, "1")
+import bench_env  # first: the references' environment, before numpy loads
+
+bench_env.prepare()
 
 sys.path.insert(0, os.path.dirname(__file__))
 
@@ -105,13 +106,14 @@ def main(argv: list[str] | None = None) -> int:
             if not args.json:
                 print(f"{args.transfer_to:<8} seed {seed}: 90% of best = {target:6.1f} GFLOP/s after "
                       f"{t['scratch_trials_to_90']} trials from scratch, {t['transfer_trials_to_90']} with transfer")  # fmt: skip
-    summary = {"runs": runs, "median_trials": median, "transfer": transfers}
+    summary = {"runs": runs, "median_trials": median, "transfer": transfers, "cpu": bench_env.cpu_description()}
     if transfers:
         summary["median_scratch_trials_to_90"] = statistics.median(t["scratch_trials_to_90"] or 10**9 for t in transfers)
         summary["median_transfer_trials_to_90"] = statistics.median(t["transfer_trials_to_90"] or 10**9 for t in transfers)
     if args.json:
         print(json.dumps(summary))
     else:
+        print(f"cpu: {summary['cpu']}")
         print(f"median trials for xgb to reach random search's {args.trials}-trial best: {median}")
         if transfers:
             print(f"median trials to 90% of the best on {args.transfer_to}: "

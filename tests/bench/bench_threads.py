@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 
-for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ.setdefault(var, "1")
+import bench_env  # first: the references' environment, before numpy loads
+
+bench_env.prepare()
 
 import numpy as np  # noqa: E402
 
@@ -58,11 +58,12 @@ def main(argv: list[str] | None = None) -> int:
         "ratio_1_thread": round(best["ziggurat x1"] / best["onnxruntime x1"], 3),
         f"ratio_{t}_threads": round(best[f"ziggurat x{t}"] / best[f"onnxruntime x{t}"], 3),
         "max_abs_err": max(errors.values()),
-        "cores": os.cpu_count(),
+        "cpu": bench_env.cpu_description(),
     }
     if args.json:
         print(json.dumps(result))
     else:
+        print(f"cpu: {result['cpu']}")
         for name, ms in result["ms"].items():
             print(f"{name:<18}{ms:9.2f} ms")
         print(f"speed-up of {t} threads over 1: ziggurat {result['ziggurat_speedup']:.2f}x, "

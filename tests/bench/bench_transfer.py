@@ -20,8 +20,9 @@ import statistics
 import sys
 import tempfile
 
-for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ.setdefault(var, "1")
+import bench_env  # first: the references' environment, before numpy loads
+
+bench_env.prepare()
 
 sys.path.insert(0, os.path.dirname(__file__))
 
@@ -69,8 +70,9 @@ def main(argv: list[str] | None = None) -> int:
                   f"from scratch, {run['transfer_trials_to_90']} with transfer ({len(infos)} source tasks)")  # fmt: skip
     med = {k: statistics.median(r[f"{k}_trials_to_90"] or 10**9 for r in runs) for k in ("scratch", "transfer")}
     if args.json:
-        print(json.dumps({"runs": runs, "median_trials_to_90": med}))
+        print(json.dumps({"runs": runs, "median_trials_to_90": med, "cpu": bench_env.cpu_description()}))
     else:
+        print(f"cpu: {bench_env.cpu_description()}")
         print(f"median trials to 90% of the best: {med['scratch']} from scratch, {med['transfer']} with transfer")
     return 0
 
