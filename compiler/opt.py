@@ -123,17 +123,15 @@ class Diag:
 
 
 def _source_lines(source: dict[str, list[str]], file: str | None) -> list[str] | None:
-    """Lines of `file` for caret display; reads (and caches) files other than the input,
-    e.g. the original source named by the locations inside a reproducer."""
+    """Lines of `file` for caret display, only if it is text already in memory (the input).
+
+    Never opens `file`: it comes from the IR (`loc("path":N:M)`), so reading it would print
+    other files (/etc/passwd), hang on a FIFO or exhaust memory on /dev/zero. Diagnostics
+    located elsewhere (e.g. the original source named inside a reproducer) get no snippet.
+    """
     if file is None:
         return None
-    if file not in source:
-        try:
-            with open(file, encoding="utf-8") as f:
-                source[file] = f.read().splitlines()
-        except (OSError, UnicodeDecodeError):
-            source[file] = []
-    return source[file]
+    return source.get(file)
 
 
 class _OpError(Exception):
@@ -421,7 +419,9 @@ class ZigguratOptMain(xDSLOptMain):
 
         for name, factory in Universe.get_multiverse().all_dialects.items():
             # llvm.extractelement & co. (xDSL lacks them): LLVM-level output must re-parse
-            self.ctx.register_dialect(name, registry.llvm_with_extras if name == "llvm" else factory)
+            self.ctx.register_dialect(
+                name, registry.llvm_with_extras if name == "llvm" else factory
+            )
         for name, factory in registry.dialect_factories().items():
             if name not in self.ctx.registered_dialect_names:
                 self.ctx.register_dialect(name, factory)

@@ -3,21 +3,25 @@
 Generated code runs a parallel loop by calling `zrt_parallel_for(body, ctx, n)`, a persistent
 pthread pool in C: the kernel stays native code from start to end. Starting Python threads for
 each call would cost far more than the kernels themselves (10-1000 us) and would serialize on the
-GIL. The C source is compiled once with the host C compiler (`$CC`, else `cc`) into a cache
-directory and loaded with `llvmlite.binding.load_library_permanently`, so that JIT-ed modules
-which declare `zrt_parallel_for` resolve it; the ctypes handle sets the number of threads.
+GIL. The C source is compiled once with the host C compiler (`$CC`, else `cc`) into a private
+cache directory (0700, ours; each library checked against the SHA-256 recorded when it was built:
+see `library_path`) and loaded with `llvmlite.binding.load_library_permanently`, so that JIT-ed
+modules which declare `zrt_parallel_for` resolve it; the ctypes handle sets the number of threads.
 
 Imports no xDSL: the autotuner's runner process may load it too.
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import hashlib
 import os
 import platform
+import re
 import shlex
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -30,6 +34,7 @@ SOURCE = Path(__file__).with_name("parallel_runtime.c")
 CFLAGS = ("-O2", "-shared", "-fPIC", "-pthread", "-std=c11")
 SYMBOLS = ("zrt_parallel_for", "zrt_set_num_threads", "zrt_get_num_threads")
 _COMPILE_TIMEOUT_S = 120
+_SHA256_RE = re.compile(r"[0-9a-f]{64}")
 
 BODY = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p)
 """The type of a loop body, `void body(int64_t begin, int64_t end, void *ctx)`."""
@@ -65,9 +70,84 @@ def _compiler() -> list[str]:
     return argv
 
 
+def private_cache_dir() -> Path:
+    """`cache_dir()`, created 0700 (with any parents it needs) and checked to be writable by
+    the current user only: the library loaded from it runs in every ziggurat process, so a
+    directory others can write would let them plant code. Returns the resolved path (no
+    symlink left to swap). An existing directory is never chmod-ed: if it is shared or not ours
+    we refuse, saying how to fix it, rather than trust what it may already hold."""
+    directory = cache_dir()
+    missing: list[Path] = []
+    for p in (directory, *directory.parents):
+        if os.path.lexists(p):
+            break
+        missing.append(p)
+    try:
+        for p in reversed(missing):  # top-down; mkdir's mode is masked by the umask, chmod not
+            with contextlib.suppress(FileExistsError):  # a concurrent process made it
+                os.mkdir(p, 0o700)
+                os.chmod(p, 0o700)
+        resolved = Path(os.path.realpath(directory))
+        st = os.stat(resolved)
+    except OSError as e:
+        raise ParallelRuntimeError(
+            f"cannot create the thread-pool runtime cache {directory}: {e.strerror}; "
+            f"set ZIGGURAT_CACHE_DIR to a writable directory"
+        ) from e
+    hint = "or set ZIGGURAT_CACHE_DIR to a directory only you can write"
+    if not stat.S_ISDIR(st.st_mode):
+        raise ParallelRuntimeError(
+            f"the thread-pool runtime cache {resolved} is not a directory; remove it {hint}"
+        )
+    if st.st_uid != os.geteuid():
+        raise ParallelRuntimeError(
+            f"the thread-pool runtime cache {resolved} is owned by uid {st.st_uid}, not by you "
+            f"(uid {os.geteuid()}), so its libraries cannot be trusted; remove it {hint}"
+        )
+    if st.st_mode & 0o022:
+        raise ParallelRuntimeError(
+            f"the thread-pool runtime cache {resolved} is writable by group or others (mode "
+            f"{stat.S_IMODE(st.st_mode):#o}), so anyone could plant a library there; run "
+            f"`chmod 700 {shlex.quote(str(resolved))}` {hint}"
+        )
+    return resolved
+
+
+def _trusted(path: Path, sha256: str) -> bool:
+    """Whether `path` is a regular file (not a symlink, FIFO, ...) owned by us, not writable by
+    group or others, whose bytes hash to `sha256` (recorded in its name when we built it)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)  # a FIFO must not block
+    except OSError:
+        return False
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o022:
+            return False
+        digest = hashlib.sha256()
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                digest.update(block)
+        return digest.hexdigest() == sha256
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+
+
 def library_path() -> str:
-    """The shared library built from parallel_runtime.c: reused if the cache holds one for this
-    source, compiler and flags, else compiled now (atomically: a temp file, then os.replace)."""
+    """The shared library built from parallel_runtime.c for this source, compiler and flags:
+    a verified cached copy, else compiled now.
+
+    The cache holds `libzrt_parallel-<key>-<sha256 of the file>.so`. A copy is used only if it
+    is a regular file owned by us, not group/other-writable, whose bytes hash to the SHA-256 in
+    its name; anything else under our prefix (planted, truncated, half-written) is deleted and
+    the library rebuilt: compiled to a temp file, hashed, then renamed into place (atomic).
+    The check is meaningful (no time-of-check/time-of-use gap) because the directory is ours
+    and writable by us only (`private_cache_dir`): between hashing the file and `load()`
+    dlopen-ing the same path nobody else can replace it. An ancestor directory that others can
+    write (e.g. ZIGGURAT_CACHE_DIR under a non-sticky shared directory) would void that; the
+    defaults, under your home, do not have one."""
     source = SOURCE.read_bytes()
     argv = _compiler()
     key = hashlib.sha256()
@@ -79,13 +159,30 @@ def library_path() -> str:
         platform.machine().encode(),
     ):
         key.update(part + b"\0")
-    directory = cache_dir()
-    path = directory / f"libzrt_parallel-{key.hexdigest()[:16]}.so"
-    if path.is_file():
-        return str(path)
+    directory = private_cache_dir()
+    prefix = f"libzrt_parallel-{key.hexdigest()[:16]}-"
     try:
-        directory.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=directory, prefix=path.stem + ".", suffix=".tmp")
+        names = sorted(os.listdir(directory))
+    except OSError as e:
+        raise ParallelRuntimeError(
+            f"cannot read the thread-pool runtime cache {directory}: {e.strerror}; "
+            f"set ZIGGURAT_CACHE_DIR to a writable directory"
+        ) from e
+    for name in names:
+        if not (name.startswith(prefix) and name.endswith(".so")):
+            continue
+        sha = name[len(prefix) : -len(".so")]
+        if _SHA256_RE.fullmatch(sha) and _trusted(directory / name, sha):
+            return str(directory / name)
+        with contextlib.suppress(OSError):  # untrusted: never load it, rebuild instead
+            os.unlink(directory / name)
+    return str(_build(argv, directory, prefix))
+
+
+def _build(argv: list[str], directory: Path, prefix: str) -> Path:
+    """Compile into a temp file in `directory`, then rename it to `<prefix><sha256>.so`."""
+    try:
+        fd, tmp = tempfile.mkstemp(dir=directory, prefix=prefix, suffix=".tmp")
         os.close(fd)
     except OSError as e:
         raise ParallelRuntimeError(
@@ -112,12 +209,26 @@ def library_path() -> str:
                 f"(exit code {proc.returncode}): {stderr[:2000] or 'no output'}; "
                 f"install gcc (apt install gcc) or set CC to a working C compiler"
             )
-        os.chmod(tmp, 0o755)  # mkstemp's 0600 would keep a shared cache from other users
-        os.replace(tmp, path)  # atomic: a concurrent builder's identical file is fine to replace
+        try:
+            os.chmod(tmp, 0o700)  # the linker may have recreated it with the umask's mode
+            with open(tmp, "rb") as f:
+                sha = hashlib.sha256(f.read()).hexdigest()
+            path = directory / f"{prefix}{sha}.so"
+            os.replace(tmp, path)  # atomic; a concurrent identical build is fine to replace
+        except OSError as e:
+            raise ParallelRuntimeError(
+                f"cannot write the thread-pool runtime to {directory}: {e.strerror}; "
+                f"set ZIGGURAT_CACHE_DIR to a writable directory"
+            ) from e
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
-    return str(path)
+    if not _trusted(path, sha):
+        raise ParallelRuntimeError(
+            f"the thread-pool runtime just built at {path} changed before it could be loaded; "
+            f"set ZIGGURAT_CACHE_DIR to a directory only you can write"
+        )
+    return path
 
 
 def load() -> ctypes.CDLL:

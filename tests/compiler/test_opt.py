@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import resource
 import subprocess
 import sys
 from pathlib import Path
@@ -156,6 +158,8 @@ def test_reproducer_roundtrip(tmp_path: Path) -> None:
     assert "mlir_reproducer" in text and "builtin.module(test-fail-pass)" in text
     replay = opt(str(repro), "--run-reproducer")
     assert_clean_failure(replay, f"{src}:4:3: error: 'arith.addi' op test-fail-pass")
+    # the located line names the original file, which the replay does not open
+    assert "%c = arith.addi %a, %b {test.fail}" not in replay.stderr
 
 
 def test_named_pipeline_expands() -> None:
@@ -191,3 +195,43 @@ def test_expectation_designators() -> None:
     exps = parse_expectations(["x // expected-error {{boom}}"])
     errors = check_expectations([Diag("error", "boom", "f", 2, 1)], exps, "f", {})
     assert len(errors) == 2
+
+
+def _limit_memory() -> None:
+    """1 GiB of address space: a driver that reads /dev/zero fails fast instead of eating RAM."""
+    resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+
+
+@pytest.mark.parametrize("target", ["/etc/passwd", "/dev/zero", "fifo"])
+def test_diagnostic_never_reads_files_named_in_locations(tmp_path: Path, target: str) -> None:
+    """A `loc("path":N:M)` in the IR must not make the driver open `path` to show a source line:
+    that printed /etc/passwd, exhausted memory on /dev/zero and hung on a FIFO."""
+    if target == "fifo":
+        target = str(tmp_path / "fifo")
+        os.mkfifo(target)
+    path = tmp_path / "loc.mlir"
+    path.write_text(
+        VALID.replace(
+            "arith.addi %a, %b : i32", f'"arith.addi"(%a) : (i32) -> i32 loc("{target}":1:1)'
+        )
+    )
+    r = subprocess.run(
+        [sys.executable, "-m", "compiler.opt", str(path)],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=60,  # a hang on the FIFO fails here
+        preexec_fn=_limit_memory,
+    )
+    assert r.returncode == 1, r.stderr
+    assert r.stderr.splitlines() == [
+        f"{target}:1:1: error: 'arith.addi' op Expected 2 operands, but got 1"
+    ]
+
+
+def test_render_shows_only_in_memory_source() -> None:
+    diag = Diag("error", "boom", "/etc/passwd", 1, 1)
+    assert diag.render({}) == "/etc/passwd:1:1: error: boom"
+    assert diag.render({"/etc/passwd": ["in memory"]}) == (
+        "/etc/passwd:1:1: error: boom\nin memory\n^"
+    )

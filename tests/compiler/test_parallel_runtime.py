@@ -1,6 +1,7 @@
 """The thread-pool runtime generated parallel loops call (compiler/parallel_runtime.c): static
 chunks that cover [0, n) exactly once, JIT-ed code resolving `zrt_parallel_for`, back-to-back and
-nested calls, thread-count changes, fork, and the message when no C compiler is there.
+nested calls, thread-count changes, fork, the message when no C compiler is there, and the trust
+checks on its cache (private directory, SHA-256 of what is loaded, rebuild on mismatch).
 
 Bodies are Python ctypes callbacks where the test records which thread ran what, and JIT-ed LLVM IR
 (no GIL) where it hammers the pool.
@@ -9,6 +10,7 @@ Bodies are Python ctypes callbacks where the test records which thread ran what,
 from __future__ import annotations
 
 import ctypes
+import hashlib
 import os
 import signal
 import subprocess
@@ -16,6 +18,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import llvmlite.binding as llvm
 import numpy as np
@@ -314,3 +317,138 @@ def test_failing_compiler_shows_its_stderr(tmp_path, monkeypatch: pytest.MonkeyP
         prt.library_path()
     assert "exit code 3" in str(info.value) and "\n" not in str(info.value)
     assert os.listdir(tmp_path / "cache") == []  # the temp file was removed
+
+
+# -- cache trust: the library runs in every process that loads it ---------------------------
+
+REPO = Path(__file__).resolve().parents[2]
+
+PLANTED_C = """
+#include <stdio.h>
+__attribute__((constructor)) static void planted(void) {
+    FILE *f = fopen(%s, "w");
+    if (f) { fputs("planted code ran", f); fclose(f); }
+}
+"""
+
+
+def load_in_subprocess(cache: Path) -> subprocess.CompletedProcess[str]:
+    """Load the runtime from `cache` in a fresh process (a process loads it only once)."""
+    code = (
+        "from compiler import parallel_runtime as p; p.set_num_threads(2); "
+        "print(p.get_num_threads())"
+    )
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        env={**os.environ, "ZIGGURAT_CACHE_DIR": str(cache)},
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def assert_trusted_build(cache: Path) -> Path:
+    """The cache holds one library, private, whose bytes hash to the SHA-256 in its name."""
+    (name,) = os.listdir(cache)
+    path = cache / name
+    assert not path.is_symlink() and path.is_file()
+    assert os.stat(path).st_mode & 0o077 == 0
+    assert name.endswith(f"-{hashlib.sha256(path.read_bytes()).hexdigest()}.so")
+    return path
+
+
+def compile_planted(tmp_path: Path, marker: Path) -> Path:
+    """A shared library whose constructor writes `marker` as soon as it is loaded."""
+    src = tmp_path / "planted.c"
+    src.write_text(PLANTED_C % ('"' + str(marker).replace("\\", "\\\\") + '"'))
+    out = tmp_path / "planted.so"
+    subprocess.run(["cc", "-shared", "-fPIC", "-o", str(out), str(src)], check=True, timeout=120)
+    return out
+
+
+def test_planted_library_never_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A library put at the exact cache path, with our owner and mode, is caught by its hash."""
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("ZIGGURAT_CACHE_DIR", str(cache))
+    path = Path(prt.library_path())
+    marker = tmp_path / "marker"
+    planted = compile_planted(tmp_path, marker).read_bytes()
+    path.write_bytes(planted)  # same name, owner and mode: only the content differs
+    r = load_in_subprocess(cache)
+    assert not marker.exists(), "the planted library's constructor ran"
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["2"]
+    assert assert_trusted_build(cache).read_bytes() != planted
+
+
+@pytest.mark.parametrize("damage", ["truncated", "garbage", "empty"])
+def test_corrupt_cached_library_is_rebuilt(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, damage: str
+) -> None:
+    monkeypatch.setenv("ZIGGURAT_CACHE_DIR", str(tmp_path))
+    path = Path(prt.library_path())
+    good = path.read_bytes()
+    path.write_bytes(
+        {"truncated": good[: len(good) // 2], "garbage": b"\x7fELF junk", "empty": b""}[damage]
+    )
+    r = load_in_subprocess(tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["2"]
+    assert assert_trusted_build(tmp_path) == path and path.read_bytes() == good
+
+
+def test_symlinked_or_shared_library_is_replaced(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Right bytes are not enough: a symlink, or a file others may write, is rebuilt."""
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("ZIGGURAT_CACHE_DIR", str(cache))
+    path = Path(prt.library_path())
+    elsewhere = tmp_path / "copy.so"
+    elsewhere.write_bytes(path.read_bytes())
+    path.unlink()
+    path.symlink_to(elsewhere)  # same hash: only the symlink check rejects it
+    assert prt.library_path() == str(path)
+    assert_trusted_build(cache)
+    path.chmod(0o722)
+    assert prt.library_path() == str(path)
+    assert_trusted_build(cache)
+
+
+def test_created_cache_dirs_are_private(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cache = tmp_path / "a" / "b" / "cache"
+    monkeypatch.setenv("ZIGGURAT_CACHE_DIR", str(cache))
+    old_umask = os.umask(0o022)  # mkdir's default would give 0755
+    try:
+        prt.library_path()
+    finally:
+        os.umask(old_umask)
+    for d in (tmp_path / "a", tmp_path / "a" / "b", cache):
+        assert os.stat(d).st_mode & 0o777 == 0o700, d
+    assert_trusted_build(cache)
+
+
+def test_shared_cache_dir_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    cache.chmod(0o777)
+    monkeypatch.setenv("ZIGGURAT_CACHE_DIR", str(cache))
+    with pytest.raises(ParallelRuntimeError) as info:
+        prt.library_path()
+    message = str(info.value)
+    assert str(cache) in message and "writable by group or others (mode 0o777)" in message
+    assert "chmod 700" in message and "ZIGGURAT_CACHE_DIR" in message and "\n" not in message
+    assert os.listdir(cache) == []  # nothing built, nothing loaded
+    r = load_in_subprocess(cache)  # and `run --threads N` gets one error line, not planted code
+    assert r.returncode != 0 and "writable by group or others" in r.stderr
+
+
+def test_cache_dir_of_another_user_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ZIGGURAT_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(os, "geteuid", lambda: os.stat(tmp_path).st_uid + 1)
+    with pytest.raises(ParallelRuntimeError, match="is owned by uid .*, not by you") as info:
+        prt.library_path()
+    assert str(tmp_path) in str(info.value)
