@@ -60,6 +60,21 @@ def make_pass(spec: str) -> ModulePass:
     return cls.from_pass_spec(arg)
 
 
+_OPTION_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\t": "\\t"}
+
+
+def quote_option(value: str, what: str = "option value") -> str:
+    """`value` as a quoted pass-option string that xDSL's pipeline parser reads back exactly
+    (a path with a backslash, a quote or a newline included); CompileError for the characters
+    it cannot carry at all (carriage return, form feed, vertical tab, undecodable bytes)."""
+    bad = next((c for c in value if c in "\r\f\v" or "\ud800" <= c <= "\udfff"), None)
+    if bad is not None:
+        raise CompileError(
+            f"{what} {value!r} contains {bad!r}, which a pass option cannot carry: rename it"
+        )
+    return '"' + "".join(_OPTION_ESCAPES.get(c, c) for c in value) + '"'
+
+
 def run_passes(ctx: Context, module: ModuleOp, specs: list[str], verify_each: bool = False) -> None:
     """Apply passes in order. The module is verified once at the end (after every pass with
     `verify_each`): verifying costs more than most passes on big loop nests, and ziggurat-opt
@@ -99,9 +114,8 @@ def lower(
         t0 = time.perf_counter()
         passes = list(LEVEL_PASSES[lvl])
         if lvl == "loops" and db:  # tuned schedules first; default-schedule fills in the rest
-            if '"' in db:
-                raise CompileError(f"database path may not contain '\"': {db}")
-            passes.insert(passes.index("outline-kernels") + 1, f'autotune{{db="{db}" threads={threads}}}')
+            spec = f"autotune{{db={quote_option(db, 'database path')} threads={threads}}}"
+            passes.insert(passes.index("outline-kernels") + 1, spec)
         if lvl == "loops" and threads > 1:
             passes[passes.index("default-schedule")] = f"default-schedule{{threads={threads}}}"
         run_passes(ctx, module, passes)

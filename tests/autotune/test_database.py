@@ -1,20 +1,39 @@
-"""Tuning records: round trip, stale records ignored with one warning, torn lines, SIGKILL resume."""
+"""Tuning records: round trip, stale and malformed records skipped with one warning, torn and
+unterminated last lines, readers that never write, failed appends, SIGKILL resume, and the CLI
+(`--db` a directory, read-only, on a full disk, with a backslash or newline; malformed records on
+`run --db` and on a `tune` resume)."""
 
 from __future__ import annotations
 
+import errno
+import fcntl
 import json
+import math
 import os
+import random
 import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 import warnings
 from pathlib import Path
+from typing import Any
 
+import numpy as np
+import onnx
 import pytest
+from onnx import TensorProto, helper
 
-from autotune.database import Database, compiler_version, config_key, make_record
+from autotune.database import (
+    Database,
+    DatabaseError,
+    compiler_version,
+    config_key,
+    make_record,
+    validate_record,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -76,17 +95,291 @@ def test_records_of_another_version_or_space_are_ignored_with_one_warning(tmp_pa
     assert "another compiler version" in messages[0] and "space hash" in messages[0]
 
 
-def test_torn_last_line_is_ignored_and_cut_before_the_next_append(tmp_path: Path) -> None:
+def test_torn_last_line_is_ignored_by_readers_and_cut_by_the_next_writer(tmp_path: Path) -> None:
     path = tmp_path / "db.jsonl"
     Database(path).append(rec(1))
     with open(path, "ab") as f:
         f.write(json.dumps(rec(2)).encode()[:40])  # killed mid-write
-    with pytest.warns(UserWarning, match="incomplete last line"):
+    before = path.read_bytes()
+    with pytest.warns(UserWarning, match="incomplete last line .*line 2"):
         db = Database(path)
     assert [r["config"]["tile"][0] for r in db.records()] == [1]
-    db.append(rec(3))
+    assert path.read_bytes() == before  # a reader never writes
+    with pytest.warns(UserWarning, match="cut off an incomplete last line"):
+        db.append(rec(3))
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no torn or malformed line is left
+        assert [r["config"]["tile"][0] for r in Database(path).records()] == [1, 3]
+
+
+def test_a_complete_last_record_without_its_newline_is_kept(tmp_path: Path) -> None:
+    path = tmp_path / "db.jsonl"
+    path.write_text(json.dumps(rec(1)) + "\n" + json.dumps(rec(2)))  # e.g. written by hand
+    before = path.read_bytes()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        db = Database(path)
+        assert [r["config"]["tile"][0] for r in db.records()] == [1, 2]
+        assert path.read_bytes() == before
+        db.append(rec(3))  # starts on a line of its own
+        lines = path.read_bytes().split(b"\n")
+        assert lines[-1] == b"" and [json.loads(x)["config"]["tile"][0] for x in lines[:-1]] == [
+            1,
+            2,
+            3,
+        ]
+        assert [r["config"]["tile"][0] for r in Database(path).records()] == [1, 2, 3]
+
+
+def _refuse_writes(
+    monkeypatch: pytest.MonkeyPatch, err: int = errno.EROFS, only: Path | None = None
+) -> None:
+    """os.open as on a read-only file system (chmod does not stop root, who runs the tests)."""
+    real_open = os.open
+
+    def fake_open(path, flags, *args, **kwargs):
+        if flags & (os.O_WRONLY | os.O_RDWR) and (only is None or str(path) == str(only)):
+            raise OSError(err, os.strerror(err), str(path))
+        return real_open(path, flags, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", fake_open)
+
+
+def test_a_read_only_database_with_a_torn_tail_loads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "ro" / "db.jsonl"
+    db = Database(path)
+    db.append(rec(1))
+    db.append(rec(2))
+    with open(path, "ab") as f:
+        f.write(json.dumps(rec(3)).encode()[:-7])
+    before = path.read_bytes()
+    path.chmod(0o444)
+    path.parent.chmod(0o555)
+    try:
+        _refuse_writes(monkeypatch)
+        with pytest.warns(UserWarning, match="incomplete last line"):
+            ro = Database(path)
+        assert [r["config"]["tile"][0] for r in ro.records()] == [1, 2]
+        assert ro.best("wk") is not None and path.read_bytes() == before
+        with pytest.raises(
+            DatabaseError,
+            match=rf"cannot write to the tuning database {path}: Read-only file system",
+        ):
+            ro.append(rec(4))
+        assert path.read_bytes() == before
+    finally:
+        path.parent.chmod(0o755)
+
+
+def test_a_reader_waits_for_an_append_in_progress(tmp_path: Path) -> None:
+    """A writer holds LOCK_EX from its first byte to its fsync: a reader sees a whole record or
+    none of it."""
+    path = tmp_path / "db.jsonl"
+    Database(path).append(rec(1))
+    line = (json.dumps(rec(2), sort_keys=True) + "\n").encode()
+    got: list[list[int]] = []
+    with open(path, "ab") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)  # as Database.append does
+        f.write(line[:50])
+        f.flush()
+        reader = threading.Thread(
+            target=lambda: got.append([r["config"]["tile"][0] for r in Database(path).records()])
+        )
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            reader.start()
+            reader.join(0.3)
+            assert reader.is_alive() and not got  # blocked on the lock, not reading half a record
+            f.write(line[50:])
+            f.flush()
+            fcntl.flock(f, fcntl.LOCK_UN)
+            reader.join(10)
+    assert got == [[1, 2]]
+
+
+# -- malformed records -------------------------------------------------------------------------
+
+DROP = object()  # a field left out
+BAD_RECORDS = {
+    "config is a list": ({"config": [3, 1]}, "config is a list, not an object"),
+    "config is a string": ({"config": "tile=3"}, "config is a string, not an object"),
+    "config knob of the wrong type": (
+        {"config": {"tile": 3, "vector": 1}},
+        "config.tile is not a list of integers",
+    ),
+    "costs is a string": ({"costs": "0.1"}, "costs is a string, not a list"),
+    "costs NaN": ({"costs": [math.nan]}, "costs contain a non-finite value"),
+    "costs infinite": ({"costs": [-math.inf]}, "costs contain a non-finite value"),
+    "cost zero": ({"costs": [0.0]}, "costs contain a value <= 0"),
+    "cost negative": ({"costs": [-1.0, 2.0]}, "costs contain a value <= 0"),
+    "cost a boolean": ({"costs": [True]}, "costs contain a value that is not a number"),
+    "no costs, no error": ({"costs": []}, "costs are empty for a successful measurement"),
+    "error_kind a number": ({"error_kind": 3}, "error_kind is a number"),
+    "workload_key a list": ({"workload_key": ["wk"]}, "workload_key is a list, not a string"),
+    "threads a string": ({"threads": "2"}, "threads is not a positive integer"),
+    "passes a string": ({"passes": "tile"}, "passes is not a list of strings"),
+    "missing fields": ({"costs": DROP, "config": DROP}, "lacks config, costs"),
+}
+
+
+def _bad_line(change: dict) -> str:
+    r = rec(9, costs=[0.001])  # the fastest record, were it applied
+    r.update(change)
+    r = {k: v for k, v in r.items() if v is not DROP}
+    return json.dumps(r)  # NaN/Infinity as Python's json writes them
+
+
+@pytest.mark.parametrize("name", list(BAD_RECORDS))
+def test_a_malformed_record_is_skipped_with_a_warning_naming_its_line(
+    tmp_path: Path, name: str
+) -> None:
+    change, reason = BAD_RECORDS[name]
+    path = tmp_path / "db.jsonl"
+    good = [json.dumps(rec(i)) for i in (1, 2)]
+    path.write_text("\n".join([good[0], _bad_line(change), good[1]]) + "\n")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        db = Database(path)
+        best = db.best("wk")
+        assert best is not None and best["config"]["tile"] == [1, 1]  # never the malformed one
+        assert [r["config"]["tile"][0] for r in db.ranked("wk")] == [1, 2]
+        assert db.measured_keys("wk") == {config_key(rec(i)["config"]) for i in (1, 2)}
+        assert db.workloads() == {"wk"} and len(db) == 2
+    messages = [str(w.message) for w in caught]
+    assert len(messages) == 1, messages
+    assert f"{path}: skipping 1 malformed record(s): line 2: " in messages[0], messages
+    assert reason in messages[0], messages
+
+
+def test_malformed_records_get_one_warning_per_database_naming_every_line(tmp_path: Path) -> None:
+    path = tmp_path / "db.jsonl"
+    lines = [
+        json.dumps(rec(1)),
+        _bad_line({"costs": [math.nan]}),
+        "",
+        "this is not JSON",
+        "[1, 2]",
+        json.dumps(rec(2)),
+        _bad_line({"config": [1]}),
+    ]
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.warns(UserWarning) as caught:
+        db = Database(path)
+    assert [r["config"]["tile"][0] for r in db.records()] == [1, 2]
+    (message,) = [str(w.message) for w in caught]
+    assert message == (
+        f"{path}: skipping 4 malformed record(s): line 2: costs contain a non-finite value; "
+        "line 4: not JSON; line 5: the line is a list, not a JSON object; "
+        "line 7: config is a list, not an object"
+    )
+
+
+def test_append_refuses_a_record_that_readers_would_skip(tmp_path: Path) -> None:
+    db = Database(tmp_path / "db.jsonl")
+    with pytest.raises(ValueError, match="costs contain a value <= 0"):
+        db.append(rec(1, costs=[0.0]))
+    with pytest.raises(ValueError, match="config is a list"):
+        db.append(rec(1) | {"config": [1, 1]})
+    with pytest.raises(ValueError, match="Out of range float values"):
+        db.append(rec(1, costs=[math.nan]))
+    assert not (tmp_path / "db.jsonl").exists() and len(db) == 0
+
+
+def test_validate_record_accepts_what_make_record_writes() -> None:
+    assert validate_record(json.loads(json.dumps(rec(1)))) is None
+    assert validate_record(rec(0, costs=[], error_kind="timeout")) is None
+    assert (
+        validate_record(
+            rec(1) | {"threads": 2, "config": {"order": [1, 0], "pack": [], "reg": [1, 1]}}
+        )
+        is None
+    )
+    assert (
+        validate_record(rec(1) | {"config": {"order": [1, 1]}})
+        == "config.order is not a permutation of the loops"
+    )
+    assert validate_record(rec(1) | {"config": {"reg": [1], "tile": [0, 0]}}) is not None
+
+
+# -- paths and write failures ----------------------------------------------------------------
+
+
+def test_a_directory_is_not_a_database(tmp_path: Path) -> None:
+    with pytest.raises(DatabaseError, match=rf"tuning database {tmp_path} is a directory"):
+        Database(tmp_path)
+
+
+def test_an_unreadable_database_is_a_clear_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "db.jsonl"
+    Database(path).append(rec(1))
+    real_open = os.open
+
+    def fake_open(p, flags, *args, **kwargs):
+        if str(p) == str(path):
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(p))
+        return real_open(p, flags, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", fake_open)
+    with pytest.raises(
+        DatabaseError, match=rf"cannot read the tuning database {path}: Permission denied"
+    ):
+        Database(path)
+
+
+def _fail_writes_to(
+    monkeypatch: pytest.MonkeyPatch, path: Path, err: int, after: int | None = 100
+) -> None:
+    """os.write to `path` stores `after` bytes, then fails with `err`; `after=None`: fsync fails."""
+    real_write, real_fsync = os.write, os.fsync
+
+    def is_db(fd: int) -> bool:
+        try:
+            return os.readlink(f"/proc/self/fd/{fd}") == str(path)
+        except OSError:
+            return False
+
+    def fake_write(fd: int, data) -> int:
+        if is_db(fd) and after is not None and len(data) > 1:
+            real_write(fd, bytes(data[:after]))
+            raise OSError(err, os.strerror(err))
+        return real_write(fd, data)
+
+    def fake_fsync(fd: int) -> None:
+        if is_db(fd) and after is None:
+            raise OSError(err, os.strerror(err))
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "write", fake_write)
+    monkeypatch.setattr(os, "fsync", fake_fsync)
+
+
+@pytest.mark.parametrize(
+    ("err", "after"),
+    [(errno.ENOSPC, 100), (errno.ENOSPC, 0), (errno.EIO, None)],
+    ids=["disk full mid-line", "disk full at once", "fsync fails"],
+)
+def test_a_failed_append_leaves_no_partial_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, err: int, after: int | None
+) -> None:
+    path = tmp_path / "db.jsonl"
+    db = Database(path)
+    db.append(rec(1))
+    before = path.read_bytes()
+    with monkeypatch.context() as m:
+        _fail_writes_to(m, path, err, after)
+        with pytest.raises(
+            DatabaseError, match=rf"cannot write to the tuning database {path}: {os.strerror(err)}"
+        ):
+            db.append(rec(2, error="x" * 5000))
+    assert path.read_bytes() == before
+    assert [r["config"]["tile"][0] for r in db.records()] == [1]  # not kept as written either
+    db.append(rec(3))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
         assert [r["config"]["tile"][0] for r in Database(path).records()] == [1, 3]
 
 
@@ -147,3 +440,253 @@ def test_append_fills_in_version_target_and_time(tmp_path: Path) -> None:
     assert r["compiler_version"] == compiler_version()
     assert r["target"]["cpu"] and "timestamp" in r
     assert Database(tmp_path / "db.jsonl").measured_keys("wk") == {'{"a":1}'}
+
+
+# -- the CLI: `--db` paths, write failures, malformed records on `run --db` and `tune` resume ----
+
+
+def matmul_model(path: Path, n: int = 16) -> Path:
+    vi = helper.make_tensor_value_info
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["a", "b"], ["y"])],
+        "matmul",
+        [vi("a", TensorProto.FLOAT, [n, n]), vi("b", TensorProto.FLOAT, [n, n])],
+        [vi("y", TensorProto.FLOAT, [n, n])],
+    )
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 9
+    onnx.save(m, path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def mm(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """A one-kernel model, its task and its search space (to write records by hand)."""
+    from autotune.space import SearchSpace
+    from autotune.task import anchor_info, extract_tasks
+
+    model = matmul_model(tmp_path_factory.mktemp("mm") / "mm.onnx")
+    (task,) = extract_tasks(str(model))
+    space = SearchSpace(anchor_info(task))
+    default = space.default_config()
+    rng = random.Random(0)
+    other = next(
+        c for c in (space.sample(rng) for _ in range(1000)) if space.key(c) != space.key(default)
+    )
+    return {"model": str(model), "task": task, "space": space, "default": default, "other": other}
+
+
+def mm_record(mm: dict, config: Any, costs: Any) -> dict:
+    task, space = mm["task"], mm["space"]
+    r = make_record(
+        workload_key=task.workload_key,
+        task_name=task.name,
+        target={"cpu": "test", "features": ""},
+        space_hash=space.space_hash(),
+        config=config,
+        passes=space.to_passes(mm["default"], task.anchor),
+        costs=[1.0],
+        error_kind=None,
+        flops=task.flops,
+    )
+    r["costs"] = costs
+    return r
+
+
+def write_lines(path: Path, records: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    return path
+
+
+def call(capsys: pytest.CaptureFixture[str], *argv: object) -> tuple[int, str, str]:
+    """ziggurat's main() in-process -> (exit code, stdout, stderr)."""
+    from compiler.cli import main
+
+    try:
+        rc = main([str(a) for a in argv])
+    except SystemExit as e:
+        rc = e.code if isinstance(e.code, int) else 1
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def assert_user_error(result: tuple[int, str, str], message: str) -> None:
+    rc, _, err = result
+    assert rc == 1, (rc, err)
+    assert f"ziggurat: error: {message}" in err, err
+    assert "Traceback" not in err and "internal error" not in err, err
+
+
+@pytest.fixture
+def measured(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """measure.measure faked (every candidate: 0.1 ms): tune runs in a blink; counts candidates."""
+    from autotune import measure
+
+    calls: list[int] = []
+
+    def fake(task, candidates, **kwargs):
+        calls.append(len(candidates))
+        return [measure.MeasureResult([1e-4]) for _ in candidates]
+
+    monkeypatch.setattr(measure, "measure", fake)
+    return calls
+
+
+def tune(
+    capsys: pytest.CaptureFixture[str], mm: dict, db: Path | str, trials: int = 2
+) -> tuple[int, str, str]:
+    return call(capsys, "tune", mm["model"], "--trials", trials, "--db", db, "--tuner", "random")
+
+
+def test_cli_tune_db_naming_a_directory(
+    capsys: pytest.CaptureFixture[str], mm: dict, tmp_path: Path, measured: list[int]
+) -> None:
+    assert_user_error(
+        tune(capsys, mm, tmp_path),
+        f"tuning database {tmp_path} is a directory, not a JSON-lines file",
+    )
+    assert not measured
+
+
+def test_cli_tune_read_only_db(
+    capsys: pytest.CaptureFixture[str],
+    mm: dict,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    measured: list[int],
+) -> None:
+    db = write_lines(tmp_path / "db.jsonl", [mm_record(mm, mm["default"], [1e-3])])
+    db.chmod(0o444)
+    before = db.read_bytes()
+    _refuse_writes(monkeypatch, only=db)  # root ignores the mode: a read-only file system
+    assert_user_error(
+        tune(capsys, mm, db), f"cannot write to the tuning database {db}: Read-only file system"
+    )
+    assert not measured  # it says so before the first measurement, not after
+    assert db.read_bytes() == before
+
+
+def test_cli_tune_disk_full(
+    capsys: pytest.CaptureFixture[str],
+    mm: dict,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    measured: list[int],
+) -> None:
+    db = write_lines(tmp_path / "db.jsonl", [mm_record(mm, mm["default"], [1e-3])])
+    before = db.read_bytes()
+    _fail_writes_to(monkeypatch, db, errno.ENOSPC)
+    assert_user_error(
+        tune(capsys, mm, db), f"cannot write to the tuning database {db}: No space left on device"
+    )
+    assert db.read_bytes() == before  # no torn line to glue the next record onto
+    monkeypatch.undo()
+    assert tune(capsys, mm, db)[0] == 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert len(Database(db).records()) == 3
+
+
+@pytest.mark.parametrize(
+    "name", ["back\\slash.jsonl", "new\nline.jsonl", 'a "quoted" name.jsonl', "C:\\new\\t.jsonl"]
+)
+def test_cli_db_path_with_a_backslash_newline_or_quote(
+    capsys: pytest.CaptureFixture[str], mm: dict, tmp_path: Path, name: str
+) -> None:
+    db = write_lines(tmp_path / name, [mm_record(mm, mm["default"], [1e-3])])
+    rc, out, err = call(capsys, "compile", mm["model"], "--emit", "loops", "--db", db)
+    assert rc == 0, err
+    assert "ziggurat: 1 of 1 kernels use tuned schedules" in err, err
+
+
+def test_cli_db_path_that_no_pass_option_can_carry(
+    capsys: pytest.CaptureFixture[str], mm: dict, tmp_path: Path
+) -> None:
+    db = write_lines(tmp_path / "carriage\rreturn.jsonl", [mm_record(mm, mm["default"], [1e-3])])
+    assert_user_error(
+        call(capsys, "compile", mm["model"], "--emit", "loops", "--db", db),
+        f"database path {str(db)!r} contains '\\r', which a pass option cannot carry: rename it",
+    )
+
+
+def test_cli_run_db_with_malformed_records(
+    capsys: pytest.CaptureFixture[str], mm: dict, tmp_path: Path
+) -> None:
+    db = write_lines(
+        tmp_path / "db.jsonl",
+        [
+            mm_record(mm, mm["default"], [1e-3]),
+            mm_record(mm, list(mm["other"].values()), [1e-9]),
+            mm_record(mm, mm["other"], [0.0]),
+            mm_record(mm, mm["other"], "fast"),
+        ],
+    )
+    rng = np.random.default_rng(0)
+    a, b = (rng.standard_normal((16, 16), dtype=np.float32) for _ in range(2))
+    np.savez(tmp_path / "in.npz", a=a, b=b)
+    rc, out, err = call(
+        capsys,
+        "run",
+        mm["model"],
+        "--inputs",
+        tmp_path / "in.npz",
+        "--output",
+        tmp_path / "out.npz",
+        "--db",
+        db,
+    )
+    assert rc == 0, err
+    assert err.count("ziggurat: warning:") == 1, err
+    assert (
+        f"ziggurat: warning: {db}: skipping 3 malformed record(s): "
+        "line 2: config is a list, not an object; "
+        "line 3: costs contain a value <= 0; line 4: costs is a string, not a list\n"
+    ) in err
+    assert "ziggurat: 1 of 1 kernels use tuned schedules" in err, err
+    with np.load(tmp_path / "out.npz") as out_npz:
+        np.testing.assert_allclose(out_npz["y"], a @ b, rtol=1e-4, atol=1e-5)
+
+
+def test_cli_a_malformed_fastest_record_is_never_applied(
+    capsys: pytest.CaptureFixture[str], mm: dict, tmp_path: Path
+) -> None:
+    def loops(*records: dict) -> str:
+        db = write_lines(tmp_path / f"db{len(records)}.jsonl", list(records))
+        rc, out, err = call(capsys, "compile", mm["model"], "--emit", "loops", "--db", db)
+        assert rc == 0 and "1 of 1 kernels use tuned schedules" in err, err
+        return out
+
+    good = mm_record(mm, mm["default"], [1e-3])
+    fast_other = mm_record(mm, mm["other"], [1e-9])
+    assert loops(good, fast_other) != loops(good)  # the other config schedules differently
+    bad = [mm_record(mm, mm["other"], c) for c in ([0.0], [-1.0], [math.nan], [math.inf], ["1e-9"])]
+    assert loops(good, *bad) == loops(good)
+    # well-formed, but no config of this space: the fastest record that is one still applies
+    assert loops(good, mm_record(mm, {"i": 1}, [1e-9])) == loops(good)
+
+
+def test_cli_tune_resumes_past_malformed_records(
+    capsys: pytest.CaptureFixture[str], mm: dict, tmp_path: Path, measured: list[int]
+) -> None:
+    db = write_lines(
+        tmp_path / "db.jsonl",
+        [
+            mm_record(mm, mm["default"], [1e-3]),
+            mm_record(mm, list(mm["default"].values()), [1e-9]),  # config a list
+            mm_record(mm, {"i": 1}, [1e-9]),  # well-formed, but no config of this space
+            mm_record(mm, mm["other"], [math.nan]),
+        ],
+    )
+    before = db.read_bytes()
+    rc, out, err = tune(capsys, mm, db, trials=3)
+    assert rc == 0, err
+    assert (
+        err.count("ziggurat: warning:") == 1 and "skipping 2 malformed record(s): line 2: " in err
+    ), err
+    data = db.read_bytes()
+    assert data.startswith(before)  # the malformed lines stay; loading never rewrites
+    new = [json.loads(x) for x in data[len(before) :].splitlines()]
+    assert len(new) == 3 and sum(measured) == 3
+    space = mm["space"]
+    keys = {space.key(r["config"]) for r in new}
+    assert len(keys) == 3 and space.key(mm["default"]) not in keys  # resumed: the default is known
