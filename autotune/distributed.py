@@ -1,45 +1,88 @@
 """Measure tuning candidates on other machines: a dask.distributed cluster runs `measure` there.
 
+Whoever can connect to a dask scheduler runs code on its workers, and a process that unpickles
+what a worker sends runs the worker's code. So a cluster is either on 127.0.0.1 only or speaks
+TLS with certificates from a CA of your own (dask's TLS is mutual: the scheduler, each worker and
+the tuner each present a certificate signed by that CA, and strangers cannot connect at all).
+
+    # one machine: everything on 127.0.0.1
+    dask scheduler --host 127.0.0.1 --dashboard-address 127.0.0.1:8787
+    dask worker tcp://127.0.0.1:8786 --host 127.0.0.1 --dashboard-address 127.0.0.1:0 \
+        --nworkers 1 --nthreads 1
+    ziggurat tune model.onnx --trials 1000 --db tune.jsonl --dask tcp://127.0.0.1:8786
+
+    # many machines: TLS (ca.pem signed scheduler.pem, worker.pem and client.pem; the README
+    # shows the openssl commands). The HTTP dashboards stay on 127.0.0.1 (`--no-dashboard`
+    # alone still serves on all interfaces).
+    dask scheduler --host tls://SCHEDULER_IP --dashboard-address 127.0.0.1:8787 \
+        --tls-ca-file ca.pem --tls-cert scheduler.pem --tls-key scheduler-key.pem
+    # each measuring machine (same ziggurat version, `pip install 'ziggurat[tune]'`), one worker
+    # with one thread (measurements must not share the cores)
+    dask worker tls://SCHEDULER_IP:8786 --host WORKER_IP --dashboard-address 127.0.0.1:0 \
+        --nworkers 1 --nthreads 1 \
+        --tls-ca-file ca.pem --tls-cert worker.pem --tls-key worker-key.pem
+    # the tuner (the cost model and the database stay here)
+    ziggurat tune model.onnx --trials 1000 --db tune.jsonl --dask tls://SCHEDULER_IP:8786 \
+        --dask-tls-ca ca.pem --dask-tls-cert client.pem --dask-tls-key client-key.pem
+
+or from Python: `tune_task(..., measure_fn=DaskMeasurer("tls://...", security=tls_security(...)))`.
+A plain tcp:// scheduler on another machine is refused unless `allow_insecure` (`--dask-insecure`).
+
 A measurement is a function of (task, candidate passes, target) only, so a batch can be measured
 anywhere that has the same ziggurat version: `DaskMeasurer` splits each batch into about one chunk
 per worker, each chunk one dask task calling `autotune.measure.measure` on its worker (which builds
 in parallel and reuses that worker process's runner and reference cache), and returns the results
 in candidate order. Records then carry the workers' target (`.target`), not the tuner's machine's.
 
-    # one machine (any): the scheduler
-    dask scheduler                                   # listens on tcp://HOST:8786
-    # each measuring machine (same ziggurat version, `pip install 'ziggurat[tune]'`),
-    # one worker with one thread per machine (measurements must not share the cores)
-    dask worker tcp://HOST:8786 --nworkers 1 --nthreads 1
-    # the tuner (the cost model and the database stay here)
-    ziggurat tune model.onnx --trials 1000 --db tune.jsonl --dask tcp://HOST:8786
-
-or from Python: `tune_task(..., measure_fn=DaskMeasurer("tcp://HOST:8786"))`.
+Workers are not trusted with this process: a chunk's reply is JSON text, fetched as msgpack (the
+client's only deserializers are "msgpack" and "error"), and what dask relays from workers besides
+(the result's pickled type, a failed task's exception, warning and print events) is never
+unpickled. Each reply is checked: one result per candidate, the expected fields and types, finite
+positive costs, a known error kind, the cluster's target; anything else becomes a failed result
+naming why. A config the workers report as the fastest so far is re-checked for correctness here
+(`remote = True` tells `tune_task` to) before it is recorded. The scheduler, which relays
+everything, is trusted: that is what TLS is for.
 
 All workers must report the same target (LLVM CPU name and features): a tuning database holds the
 measurements of one target, so a mixed cluster is refused (run one scheduler per kind of machine).
-A chunk whose dask task fails (an exception, a worker that died or left, no answer in time) becomes
-a `runtime_error` result for each of its candidates, and tuning goes on.
+A chunk whose dask task fails (an exception, a worker that died or left, no answer in time, a
+reply that fails the checks) becomes a `runtime_error` result for each of its candidates, and
+tuning goes on.
 """
 
 from __future__ import annotations
 
+import functools
+import ipaddress
+import json
 import math
 import multiprocessing
+import pickletools
+import ssl
 import threading
+import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from autotune.measure import MeasureResult, host_target, measure
+from autotune.measure import ERROR_KINDS, MeasureResult, host_target, measure
 from compiler.errors import ZigguratError
 
 INSTALL_HINT = "pip install 'ziggurat[tune]'"
 _CHUNK_LOCK = threading.Lock()  # per worker process: measure's runner and caches are not threadsafe
+SAFE_DESERIALIZERS = ["msgpack", "error"]  # plain data, or dask's "could not serialize" message
+_RESULT_FIELDS = ("costs", "error_kind", "error", "build_s", "run_s")
+_MAX_TEXT = 2000  # characters of worker-written text kept (errors, names)
+_MAX_COSTS = 10_000
 
 
 class DaskSetupError(ZigguratError, RuntimeError):
-    """No usable cluster: dask missing, the scheduler unreachable, no workers, mixed targets
-    (a user error: the CLI prints it as one `ziggurat: error:` line)."""
+    """No usable cluster: dask missing, the scheduler unreachable or insecure, bad TLS files, no
+    workers, mixed targets (a user error: the CLI prints it as one `ziggurat: error:` line)."""
+
+
+class RemoteTaskError(Exception):
+    """A dask task failed on its worker; the text is read from the pickled exception without
+    unpickling it (a worker's pickle would run the worker's code here)."""
 
 
 def _import_distributed() -> Any:
@@ -52,7 +95,196 @@ def _import_distributed() -> Any:
     return distributed
 
 
-def _measure_chunk(task: Any, candidates: list[list[str]], kwargs: dict[str, Any]) -> list[MeasureResult]:
+# ----------------------------------------------------------------------------- security
+
+
+def tls_security(ca_file: str | None, cert_file: str | None, key_file: str | None = None) -> Any:
+    """A `distributed.Security` for the tuner's client (`--dask-tls-ca/-cert/-key`), encryption
+    required. Each file is read and loaded first, so a bad one is named, not a handshake error."""
+    distributed = _import_distributed()
+    flags = {"--dask-tls-ca": ca_file, "--dask-tls-cert": cert_file, "--dask-tls-key": key_file}
+    for flag, path in flags.items():
+        if path is None:
+            continue
+        try:
+            with open(path, "rb") as f:
+                head = f.read(1 << 20)
+        except OSError as e:
+            raise DaskSetupError(f"cannot read the TLS file {path} ({flag}): {e.strerror}") from e
+        if b"-----BEGIN " not in head:
+            raise DaskSetupError(f"the TLS file {path} ({flag}) is not a PEM file")
+    if ca_file is None or cert_file is None:
+        given = ", ".join(flag for flag, path in flags.items() if path is not None)
+        raise DaskSetupError(
+            "TLS needs the cluster's CA certificate (--dask-tls-ca) and this client's "
+            "certificate (--dask-tls-cert, with --dask-tls-key unless the key is in it); "
+            f"got {given or 'neither'}"
+        )
+    ctx = ssl.create_default_context(ssl.Purpose.SERVER_AUTH)
+    try:
+        ctx.load_verify_locations(cafile=ca_file)
+    except (ssl.SSLError, OSError) as e:
+        raise DaskSetupError(f"{ca_file} (--dask-tls-ca) holds no CA certificate: {e}") from e
+    try:
+        # no password: OpenSSL would prompt on the terminal (dask loads the key again, unasked)
+        ctx.load_cert_chain(cert_file, key_file, password=lambda: b"")
+    except (ssl.SSLError, OSError) as e:
+        where = f"{cert_file} (--dask-tls-cert)"
+        where += f", {key_file} (--dask-tls-key)" if key_file else ""
+        raise DaskSetupError(
+            f"{where}: not a certificate and its (unencrypted) private key: {e}"
+        ) from e
+    return distributed.Security(
+        tls_ca_file=ca_file,
+        tls_client_cert=cert_file,
+        tls_client_key=key_file,
+        require_encryption=True,
+    )
+
+
+def _is_loopback(host: str) -> bool:
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False  # a name: it may resolve anywhere
+
+
+def check_address(address: str, security: Any = None, allow_insecure: bool = False) -> None:
+    """Refuse what would expose the workers or the tuner: tls:// without certificates, certificates
+    with a plain address, and a plain (unauthenticated, unencrypted) scheduler off this machine."""
+    from distributed.comm import parse_address, parse_host_port
+
+    try:
+        scheme, loc = parse_address(address)
+        host = parse_host_port(loc)[0] if scheme != "inproc" else ""
+    except (ValueError, TypeError) as e:
+        raise DaskSetupError(f"--dask {address!r} is not a dask scheduler address: {e}") from e
+    has_tls = security is not None and bool(getattr(security, "tls_client_cert", None))
+    if scheme in ("tls", "wss"):
+        if not has_tls:
+            raise DaskSetupError(
+                f"the dask scheduler at {address} speaks TLS: give the cluster's CA and this "
+                "client's certificate (--dask-tls-ca, --dask-tls-cert, --dask-tls-key)"
+            )
+    elif scheme == "inproc":
+        pass  # this process
+    elif security is not None and getattr(security, "require_encryption", False):
+        raise DaskSetupError(
+            f"{address} is not encrypted ({scheme}://) but TLS certificates were given: "
+            "connect to the scheduler's tls:// address"
+        )
+    elif not _is_loopback(host) and not allow_insecure:
+        raise DaskSetupError(
+            f"refusing the unencrypted dask scheduler at {address}: anyone who can reach it runs "
+            "code on its workers and can forge measurements. Start the cluster with TLS "
+            "(see autotune/distributed.py) and connect to tls://... with --dask-tls-ca, "
+            "--dask-tls-cert and --dask-tls-key, or bind it to 127.0.0.1; --dask-insecure accepts "
+            "it on a network you trust"
+        )
+
+
+def _clean(text: object, limit: int = _MAX_TEXT) -> str:
+    """Worker-written text as one printable string (no terminal escapes), at most `limit` chars."""
+    s = "".join(c if c.isprintable() or c in "\n\t" else "?" for c in str(text)[: limit + 1])
+    return s if len(s) <= limit else s[: limit - 3] + "..."
+
+
+def describe_pickled_exception(exception: Any) -> str:
+    """'Class: message' of a failed task's exception (pickled bytes, or dask's Serialized wrapper
+    of them), read from the pickle's opcodes (`pickletools.genops` executes nothing)."""
+    data = None
+    if isinstance(exception, (bytes, bytearray, memoryview)):
+        data = bytes(exception)
+    else:
+        header = getattr(exception, "header", None)
+        frames = getattr(exception, "frames", None)
+        if (
+            isinstance(header, dict)
+            and header.get("serializer") == "dask"
+            and header.get("type") == "bytes"
+            and not any(header.get("compression") or ())
+            and isinstance(frames, (list, tuple))
+        ):
+            data = b"".join(bytes(f) for f in frames)
+    unknown = "the task failed on its worker (its exception is not unpickled here)"
+    if data is None or len(data) > 1 << 20:
+        return unknown
+    memo: dict[int, Any] = {}
+    strings: list[str] = []  # strings pushed, the module/name pairs of globals taken out
+    found: list[tuple[str, str, int]] = []  # (module, name, strings seen before it)
+    pushed: Any = None
+    try:
+        for op, arg, _ in pickletools.genops(data):
+            name = op.name
+            if name == "MEMOIZE":
+                memo[len(memo)] = pushed
+                continue
+            if name in ("PUT", "BINPUT", "LONG_BINPUT"):
+                memo[arg] = pushed
+                continue
+            pushed = None
+            if "UNICODE" in name and isinstance(arg, str):
+                strings.append(arg)
+                pushed = arg
+            elif name in ("GET", "BINGET", "LONG_BINGET"):
+                pushed = memo.get(arg)
+                if isinstance(pushed, str):
+                    strings.append(pushed)
+            elif name == "STACK_GLOBAL" and len(strings) >= 2:
+                found.append((strings[-2], strings[-1], len(strings) - 2))
+                del strings[-2:]
+            elif name == "GLOBAL" and isinstance(arg, str):
+                module, _, qualname = arg.partition(" ")
+                found.append((module, qualname, len(strings)))
+    except Exception:  # truncated or not a pickle: what was read so far still counts
+        pass
+    for module, qualname, seen in found:
+        if module.split(".")[0] in ("tblib", "copyreg", "copy_reg", "_codecs", "functools"):
+            continue
+        if module == "builtins" and not qualname[:1].isupper():
+            continue  # getattr and friends
+        message = strings[seen] if seen < len(strings) else ""
+        return _clean(f"{qualname}: {message}" if message else qualname, 500)
+    return unknown
+
+
+@functools.cache
+def _safe_client_class() -> type:
+    """distributed.Client, minus everything that unpickles what a worker can write."""
+    distributed = _import_distributed()
+
+    class SafeClient(distributed.Client):
+        """A client whose report stream leaves dask's Serialized payloads serialized, that drops
+        the pickled result type, names a failed task's exception without unpickling it, and
+        handles no events (distributed's "warn" handler unpickles what a worker logs)."""
+
+        async def _ensure_connected(self, timeout: float | None = None) -> None:
+            await super()._ensure_connected(timeout=timeout)
+            comm = getattr(self.scheduler_comm, "comm", None)
+            if comm is not None:  # every message on it after the handshake (reconnects too)
+                comm.deserialize = False
+
+        def _handle_key_in_memory(self, key: Any = None, type: Any = None, workers: Any = None):
+            return super()._handle_key_in_memory(key=key, type=None, workers=workers)
+
+        def _handle_task_erred(self, key: Any = None, exception: Any = None, traceback: Any = None):
+            error = RemoteTaskError(describe_pickled_exception(exception))
+            return super()._handle_task_erred(key=key, exception=error, traceback=None)
+
+        async def _handle_event(self, topic: str, event: Any) -> None:
+            return None
+
+    return SafeClient
+
+
+# ----------------------------------------------------------------------------- the worker side
+
+
+def _measure_chunk(
+    task: Any, candidates: list[list[str]], kwargs: dict[str, Any]
+) -> list[MeasureResult]:
     """Runs on a dask worker: measure one chunk there (one chunk at a time per worker process)."""
     with _CHUNK_LOCK:
         proc = multiprocessing.current_process()
@@ -69,6 +301,130 @@ def _measure_chunk(task: Any, candidates: list[list[str]], kwargs: dict[str, Any
                 proc._config["daemon"] = daemon
 
 
+def encode_reply(
+    results: list[MeasureResult] | None, target: Mapping[str, str], error: str = ""
+) -> str:
+    """A chunk's reply as the tuner reads it: JSON text (plain data, nothing to unpickle)."""
+    if results is None:
+        return json.dumps({"target": dict(target), "error": error[:_MAX_TEXT]})
+    rows = []
+    for r in results:
+        if not isinstance(r, MeasureResult):
+            raise TypeError(f"the chunk gave a {type(r).__name__}, not a MeasureResult")
+        rows.append(
+            {"costs": r.costs, "error_kind": r.error_kind, "build_s": r.build_s, "run_s": r.run_s,
+             "error": r.error[:_MAX_TEXT] if isinstance(r.error, str) else r.error}
+        )
+    return json.dumps({"target": dict(target), "results": rows})
+
+
+def _remote_chunk(
+    chunk_fn: Callable[..., list[MeasureResult]],
+    task: Any,
+    candidates: list[list[str]],
+    kwargs: dict[str, Any],
+) -> str:
+    """The dask task: run `chunk_fn` and answer JSON text, a failure included (never raises)."""
+    try:
+        target = host_target()
+    except Exception as e:
+        return encode_reply(None, {}, f"host_target: {type(e).__name__}: {e}")
+    try:
+        results = chunk_fn(task, candidates, kwargs)
+        if not isinstance(results, list):
+            raise TypeError(f"the chunk gave a {type(results).__name__}, not a list")
+        return encode_reply(results, target)
+    except Exception as e:
+        return encode_reply(None, target, f"{type(e).__name__}: {e}")
+
+
+def _remote_target() -> str:
+    """The dask task that asks a worker what it measures on."""
+    return json.dumps(host_target())
+
+
+# ----------------------------------------------------------------------------- checking replies
+
+
+def _number(x: object) -> float | None:
+    """x as a finite float, None if it is not a finite number (bools are not numbers here)."""
+    if type(x) not in (int, float):
+        return None
+    f = float(x)
+    return f if math.isfinite(f) else None
+
+
+def _parse_target(x: object) -> dict[str, str] | None:
+    if not isinstance(x, dict) or set(x) != {"cpu", "features"}:
+        return None
+    if not all(isinstance(v, str) and len(v) <= 10_000 for v in x.values()):
+        return None
+    return {"cpu": x["cpu"], "features": x["features"]}
+
+
+def _parse_result(row: object) -> MeasureResult | str:
+    """One result of a reply, or why it is not one."""
+    if not isinstance(row, dict):
+        return f"a {type(row).__name__}, not an object"
+    if set(row) != set(_RESULT_FIELDS):
+        missing = sorted(set(_RESULT_FIELDS) - set(row))
+        extra = sorted(_clean(k, 40) for k in set(row) - set(_RESULT_FIELDS))
+        return f"fields: missing {missing}, unexpected {extra}"
+    kind, error, costs = row["error_kind"], row["error"], row["costs"]
+    if kind is not None and kind not in ERROR_KINDS:
+        return f"unknown error_kind {_clean(repr(kind), 60)}"
+    if not isinstance(error, str):
+        return f"error is a {type(error).__name__}, not a string"
+    if not isinstance(costs, list) or len(costs) > _MAX_COSTS:
+        return "costs is not a list" if not isinstance(costs, list) else "too many costs"
+    values = [_number(c) for c in costs]
+    if any(v is None or v <= 0 for v in values):
+        bad = next(c for c, v in zip(costs, values) if v is None or v <= 0)
+        return f"cost {_clean(repr(bad), 60)} is not a finite positive number of seconds"
+    if kind is None and not values:
+        return "a success without costs"
+    times = [_number(row["build_s"]), _number(row["run_s"])]
+    if any(t is None or t < 0 for t in times):
+        return "build_s/run_s are not finite non-negative numbers"
+    return MeasureResult([float(v) for v in values], kind, _clean(error), times[0], times[1])
+
+
+def decode_reply(reply: object, n: int, target: Mapping[str, str]) -> list[MeasureResult]:
+    """The results of a chunk of `n` candidates from a worker's reply, checked (nothing in it is
+    trusted): a reply that fails a check fails every candidate of the chunk, a result that fails
+    one fails its candidate, each as a `runtime_error` naming why."""
+    if not isinstance(reply, str):
+        return _all_failed(f"the worker's reply is a {type(reply).__name__}, not JSON text", n)
+    if len(reply) > (64 + 16 * n) * 1024:
+        return _all_failed(f"the worker's reply is too large ({len(reply)} characters)", n)
+    try:
+        data = json.loads(reply)
+    except (ValueError, RecursionError) as e:
+        return _all_failed(f"the worker's reply is not JSON: {e}", n)
+    if not isinstance(data, dict) or not set(data) <= {"target", "results", "error"}:
+        return _all_failed("the worker's reply is not a chunk reply", n)
+    where = _parse_target(data.get("target"))
+    if "error" in data and isinstance(data["error"], str) and "results" not in data:
+        return _all_failed(_clean(data["error"]), n)
+    if where is None:
+        return _all_failed("the worker's reply names no valid target", n)
+    if where != dict(target):
+        why = f"measured on {_describe(where, [target])}, not on the cluster's "
+        return _all_failed(why + _describe(target, [where]), n)
+    rows = data.get("results")
+    if not isinstance(rows, list) or len(rows) != n:
+        size = len(rows) if isinstance(rows, list) else type(rows).__name__
+        return _all_failed(f"the worker's reply has {size} results for {n} candidates", n)
+    out = []
+    for i, row in enumerate(rows):
+        r = _parse_result(row)
+        out.append(r if isinstance(r, MeasureResult) else _failed(f"result {i} rejected: {r}"))
+    return out
+
+
+# ----------------------------------------------------------------------------- targets
+
+
 def _describe(target: Mapping[str, str], others: list[Mapping[str, str]]) -> str:
     """'cpu NAME', plus the features it has that another of the targets lacks."""
     out = f"cpu {target.get('cpu', '?')}"
@@ -80,7 +436,7 @@ def _describe(target: Mapping[str, str], others: list[Mapping[str, str]]) -> str
     if diff:
         shown = ",".join(diff[:6]) + (",..." if len(diff) > 6 else "")
         out += f" (features {shown})"
-    return out
+    return _clean(out, 300)
 
 
 def common_target(targets: Mapping[str, Mapping[str, str]]) -> dict[str, str]:
@@ -107,12 +463,17 @@ def common_target(targets: Mapping[str, Mapping[str, str]]) -> dict[str, str]:
 class DaskMeasurer:
     """`measure_fn` for `tune_task`: measures each batch on the workers of a dask cluster.
 
-    `cluster` is a scheduler address ("tcp://host:8786"; the client is ours and `close` closes it)
-    or a `distributed.Client` (left open). `measure_kwargs` go to `measure` on the workers (repeat,
-    number, timeout_s, workers, rtol, atol). `chunk_timeout_s` bounds the wait for one chunk
-    (default: 120 s plus 3 x the run timeout per candidate); `chunk_fn` replaces the function run
-    per chunk (tests). `.target` is the workers' common host target.
+    `cluster` is a scheduler address ("tls://host:8786") or a `distributed.Client` (its scheduler
+    and security are used; it is left open). `security` is a `distributed.Security` (see
+    `tls_security`); a plain tcp:// scheduler on another machine needs `allow_insecure`. Either
+    way the measurer talks through a client of its own that unpickles nothing workers send.
+    `measure_kwargs` go to `measure` on the workers (repeat, number, timeout_s, workers, rtol,
+    atol, threads). `chunk_timeout_s` bounds the wait for one chunk (default: 120 s plus 3 x the
+    run timeout per candidate); `chunk_fn` replaces the function run per chunk (tests). `.target`
+    is the workers' common host target; `remote` makes `tune_task` re-check a new best here.
     """
+
+    remote = True
 
     def __init__(
         self,
@@ -121,26 +482,45 @@ class DaskMeasurer:
         chunk_timeout_s: float | None = None,
         connect_timeout_s: float = 60.0,
         chunk_fn: Callable[..., list[MeasureResult]] = _measure_chunk,
+        security: Any = None,
+        allow_insecure: bool = False,
     ) -> None:
-        distributed = _import_distributed()
+        _import_distributed()
+        self.client: Any = None
         self.measure_kwargs = dict(measure_kwargs or {})
         for name in ("kernel_irs", "runner"):
             if name in self.measure_kwargs:
                 raise ValueError(f"DaskMeasurer: measure's {name}= cannot be sent to workers")
         self.chunk_timeout_s = chunk_timeout_s
+        self.connect_timeout_s = connect_timeout_s
         self._chunk_fn = chunk_fn
-        self._wait = distributed.wait
-        self.address = cluster if isinstance(cluster, str) else "?"
+        self._remote_fn: Callable[..., Any] = _remote_chunk  # what each dask task runs
         if isinstance(cluster, str):
-            try:
-                self.client = distributed.Client(cluster, timeout=connect_timeout_s)
-            except (OSError, TimeoutError) as e:
-                raise DaskSetupError(f"cannot reach the dask scheduler at {cluster}: {e}") from e
-            self._owns_client = True
-        else:
-            self.client = cluster
-            self._owns_client = False
-            self.address = str(getattr(getattr(cluster, "scheduler", None), "address", "?"))
+            self.address = cluster
+        else:  # a Client (or a cluster object): its scheduler, with its security
+            self.address = str(
+                getattr(getattr(cluster, "scheduler", None), "address", None)
+                or getattr(cluster, "scheduler_address", "?")
+            )
+            if security is None:
+                security = getattr(cluster, "security", None)
+        check_address(self.address, security, allow_insecure)
+        try:
+            self.client = _safe_client_class()(
+                self.address,
+                timeout=connect_timeout_s,
+                security=security,
+                deserializers=SAFE_DESERIALIZERS,
+                direct_to_workers=False,
+                set_as_default=False,
+                name="ziggurat-tune",
+            )
+        except Exception as e:  # refused, no answer, a failed TLS handshake (a bad certificate)
+            hint = " (is this client's certificate signed by the cluster's CA?)" if security else ""
+            raise DaskSetupError(
+                f"cannot reach the dask scheduler at {self.address}: {type(e).__name__}: "
+                f"{_clean(e, 300)}{hint}"
+            ) from e
         try:
             try:
                 self.client.wait_for_workers(1, timeout=connect_timeout_s)
@@ -152,6 +532,11 @@ class DaskMeasurer:
             self._targets: dict[str, dict[str, str]] = {}
             self.target: dict[str, str] = {}
             self._check_workers()
+            if not self._targets:
+                raise DaskSetupError(
+                    f"no dask worker at {self.address} said what it measures on within "
+                    f"{connect_timeout_s:g} s"
+                )
         except BaseException:
             self.close()
             raise
@@ -166,14 +551,35 @@ class DaskMeasurer:
         return sorted(info["workers"])
 
     def _check_workers(self) -> list[str]:
-        """The current workers; ask the new ones for their target (all must be the same)."""
+        """The current workers; ask the new ones for their target (all must be the same). One
+        that does not answer in time stays unchecked (it is asked again next batch)."""
         addresses = self._worker_addresses()
         new = [a for a in addresses if a not in self._targets]
         if new:
-            reported = self.client.run(host_target, workers=new)
-            targets = {**self._targets, **{a: dict(t) for a, t in reported.items()}}
-            target = common_target(targets)  # raises before a mixed cluster measures anything
-            self._targets, self.target = targets, target
+            futures = {
+                a: self.client.submit(
+                    _remote_target, pure=False, workers=[a], allow_other_workers=False
+                )
+                for a in new
+            }
+            _wait_all(list(futures.values()), self.connect_timeout_s)  # the ones that answer count
+            reported: dict[str, dict[str, str]] = {}
+            for a, future in futures.items():
+                if future.status != "finished":
+                    future.cancel()
+                    continue
+                try:
+                    text = future.result(timeout=self.connect_timeout_s)
+                    target = _parse_target(json.loads(text)) if isinstance(text, str) else None
+                except Exception:
+                    target = None
+                if target is None:
+                    raise DaskSetupError(f"the dask worker {a} reported no valid target")
+                reported[a] = target
+            targets = {**self._targets, **reported}
+            if targets:
+                target = common_target(targets)  # raises before a mixed cluster measures anything
+                self._targets, self.target = targets, target
         return addresses
 
     @property
@@ -199,7 +605,7 @@ class DaskMeasurer:
         if not candidates:
             return []
         try:
-            addresses = self._check_workers() or self.workers
+            current = self._check_workers()
         except DaskSetupError:
             raise
         except Exception as e:
@@ -208,6 +614,7 @@ class DaskMeasurer:
             raise DaskSetupError(
                 f"lost the dask scheduler at {self.address}: {type(e).__name__}: {e}"
             ) from e
+        addresses = [a for a in current if a in self._targets]  # checked, and still there
         n = max(1, min(len(addresses), len(candidates)))
         size = math.ceil(len(candidates) / n)
         chunks = [candidates[i : i + size] for i in range(0, len(candidates), size)]
@@ -217,18 +624,14 @@ class DaskMeasurer:
                 where = [addresses[i % len(addresses)]] if addresses else None
                 futures.append(
                     self.client.submit(
-                        self._chunk_fn, task, chunk, self.measure_kwargs,
+                        self._remote_fn, self._chunk_fn, task, chunk, self.measure_kwargs,
                         pure=False, workers=where, allow_other_workers=True,
                     )
                 )
             except Exception as e:
                 futures.append(e)
         timeout = max(self._timeout(len(c)) for c in chunks)
-        pending = [f for f in futures if not isinstance(f, BaseException)]
-        try:
-            self._wait(pending, timeout=timeout)
-        except Exception:  # a timeout, or cancelled futures: each chunk's status says which
-            pass
+        _wait_all([f for f in futures if not isinstance(f, BaseException)], timeout)
         results: list[MeasureResult] = []
         for chunk, future in zip(chunks, futures, strict=True):
             results += self._collect(chunk, future, timeout)
@@ -239,20 +642,15 @@ class DaskMeasurer:
             return [_failed(f"submit: {type(future).__name__}: {future}") for _ in chunk]
         status = future.status
         if status == "finished":
-            try:
-                got = future.result()
+            try:  # msgpack only: a reply that is not plain data is refused, not unpickled
+                reply = future.result(timeout=timeout)
             except Exception as e:
-                return [_failed(f"{type(e).__name__}: {e}") for _ in chunk]
-            if isinstance(got, list) and len(got) == len(chunk) and all(
-                isinstance(r, MeasureResult) for r in got
-            ):
-                return got
-            size = len(got) if isinstance(got, list) else "?"
-            why = f"the chunk gave {type(got).__name__} ({size} items) for {len(chunk)} candidates"
-            return [_failed(why) for _ in chunk]
+                why = f"the worker's reply was refused ({type(e).__name__}: {_clean(e, 300)})"
+                return [_failed(why) for _ in chunk]
+            return decode_reply(reply, len(chunk), self.target)
         if status == "error":
             e = future.exception()
-            why = f"{type(e).__name__}: {e}"
+            why = str(e) if isinstance(e, RemoteTaskError) else f"{type(e).__name__}: {e}"
         else:  # pending, lost, cancelled
             future.cancel()
             why = f"no result within {timeout:g} s (task {status})"
@@ -262,7 +660,7 @@ class DaskMeasurer:
 
     def close(self) -> None:
         client, self.client = getattr(self, "client", None), None
-        if client is not None and self._owns_client:
+        if client is not None:
             client.close()
 
     def __enter__(self) -> DaskMeasurer:
@@ -275,9 +673,34 @@ class DaskMeasurer:
         return f"DaskMeasurer({self.n_workers} workers, cpu {self.target.get('cpu', '?')})"
 
 
+def _wait_all(futures: list[Any], timeout: float) -> None:
+    """Wait until every future is done or `timeout` s passed (each future's own client: dask's
+    `wait` uses the process's default client, which may be another one or none)."""
+    deadline = time.monotonic() + timeout
+    for future in futures:
+        try:
+            future.exception(timeout=max(0.01, deadline - time.monotonic()))
+        except Exception:  # timed out or cancelled: the caller reads each status
+            pass
+
+
+def _all_failed(why: str, n: int) -> list[MeasureResult]:
+    return [_failed(why) for _ in range(n)]
+
+
 def _failed(why: str) -> MeasureResult:
     why = why if len(why) <= 1000 else why[:997] + "..."
     return MeasureResult(error_kind="runtime_error", error=f"dask: {why}")
 
 
-__all__ = ["DaskMeasurer", "DaskSetupError", "common_target"]
+__all__ = [
+    "DaskMeasurer",
+    "DaskSetupError",
+    "RemoteTaskError",
+    "check_address",
+    "common_target",
+    "decode_reply",
+    "describe_pickled_exception",
+    "encode_reply",
+    "tls_security",
+]

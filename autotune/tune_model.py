@@ -67,6 +67,7 @@ def tune_tasks(
     summary = ModelTuneSummary(tasks)
     if not tasks or trials <= 0:
         return summary
+    db.check_writable()  # a read-only or misnamed database fails now, not after the first batch
     scheduler = GradientTaskScheduler(tasks, trials, batch, seed=seed)
     best_latency: dict[int, float] = {}
     while True:

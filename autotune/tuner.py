@@ -73,6 +73,32 @@ def make_record(task: Task, space: SearchSpace, config: dict, result) -> dict:
     }
 
 
+def recheck_locally(
+    task: Task, passes: list[str], result, measure: Callable,
+    measure_kwargs: dict | None = None, threads: int = 1,
+):
+    """A remote success about to become the task's best, checked here against the reference:
+    `compile` applies the best record, so a worker that lies about correctness must not set it.
+    A failure here makes the result `wrong_result` (with a warning); timing is not re-checked."""
+    import warnings
+
+    from autotune.measure import MeasureResult
+
+    kwargs = {k: v for k, v in (measure_kwargs or {}).items() if k in ("rtol", "atol", "timeout_s")}
+    kwargs.setdefault("threads", (measure_kwargs or {}).get("threads", threads))
+    try:
+        (local,) = measure(task, [passes], repeat=1, **kwargs)
+        why = "" if local.ok else f"{local.error_kind}: {local.error}"
+    except Exception as e:
+        why = f"the re-check failed: {type(e).__name__}: {e}"
+    if not why:
+        return result
+    warnings.warn(f"{task.name}: a config measured remotely as the fastest so far failed the local "
+                  f"correctness re-check ({why[:200]}); recorded as wrong_result", stacklevel=2)
+    why = f"remote success, local re-check failed: {why}"
+    return MeasureResult(list(result.costs), "wrong_result", why, result.build_s, result.run_s)
+
+
 def print_progress(p: TuneProgress) -> None:
     sys.stderr.write("\r" + p.line())
     sys.stderr.flush()
@@ -110,8 +136,9 @@ def tune_task(
     measure_fn = measure_fn or functools.partial(measure, threads=threads)
     rng = random.Random(seed)
     space = SearchSpace(info, threads=threads)
-    known = [
-        r for r in db.records(task.workload_key, space_hash=space.space_hash(), threads=threads) if r.get("config") is not None
+    known = [  # a hand-edited config outside the space is neither a feature row nor "measured"
+        r for r in db.records(task.workload_key, space_hash=space.space_hash(), threads=threads)
+        if space.contains(r["config"])
     ]
     xs: list[np.ndarray] = []
     ys: list[float] = []
@@ -154,6 +181,11 @@ def tune_task(
         target = getattr(measure_fn, "target", None)
         for config, result in zip(configs, results):
             g = 0.0 if result.error_kind else gflops(result.costs)
+            if g > best and getattr(measure_fn, "remote", False):  # a worker's word is not enough
+                passes = space.to_passes(config, task.anchor)
+                kwargs = getattr(measure_fn, "measure_kwargs", None)
+                result = recheck_locally(task, passes, result, measure, kwargs, threads)
+                g = 0.0 if result.error_kind else g
             record = make_record(task, space, config, result)
             if target is not None:
                 record["target"] = dict(target)

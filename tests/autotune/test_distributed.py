@@ -1,10 +1,17 @@
-"""Measurement on a dask cluster (autotune/distributed.py), on a local two-worker cluster: a batch is
-split over the workers and comes back in candidate order with the kinds local measurement gives,
+"""Measurement on a dask cluster (autotune/distributed.py), on a local two-worker cluster: a batch
+is split over the workers and comes back in candidate order with the kinds local measurement gives,
 tuning records carry the workers' target, a failing chunk becomes error results (tuning goes on),
-and a cluster of mixed targets is refused."""
+and a cluster of mixed targets is refused.
+
+Security: a TLS cluster (certificates made here) admits our client and no other; a plain scheduler
+off this machine is refused; a malicious worker runs no code in the tuner through any reply dask
+relays; forged results fail with the reason; a remote winner is re-checked here before it counts.
+Every cluster listens on 127.0.0.1 only."""
 
 from __future__ import annotations
 
+import datetime
+import ipaddress
 import json
 import os
 import random
@@ -29,6 +36,7 @@ distributed = pytest.importorskip(
 )
 import dask  # noqa: E402  (after the skip: dask comes with distributed)
 
+import autotune.distributed as zdist  # noqa: E402
 from autotune.distributed import DaskMeasurer, DaskSetupError, common_target  # noqa: E402
 
 FAST = {"repeat": 2}  # measure kwargs on the workers: two timed repeats are enough here
@@ -71,9 +79,15 @@ def client() -> Iterator[distributed.Client]:
     # a worker that dies fails its task at once (the default retries it on 3 more workers)
     with dask.config.set({"distributed.scheduler.allowed-failures": 0}):
         cluster = distributed.LocalCluster(
-            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+            n_workers=2,
+            threads_per_worker=1,
+            processes=True,
+            dashboard_address=None,
+            host="127.0.0.1",
         )
     c = distributed.Client(cluster)
+    for topic in ("warn", "print"):  # this test client must not run what a malicious worker logs
+        c.unsubscribe_topic(topic)
     try:
         yield c
     finally:
@@ -117,7 +131,9 @@ def test_a_batch_is_measured_on_the_workers_like_locally(
     assert client.status == "running"
 
 
-def test_results_come_back_in_candidate_order_one_chunk_per_worker(client: distributed.Client) -> None:
+def test_results_come_back_in_candidate_order_one_chunk_per_worker(
+    client: distributed.Client,
+) -> None:
     def tag(task, cands, kwargs):  # runs on a worker: says which candidate, where
         from distributed import get_worker
 
@@ -140,7 +156,9 @@ def test_tune_task_records_the_workers_target(
     info = anchor_info(task)
     path = tmp_path / "db.jsonl"
     m = DaskMeasurer(client, measure_kwargs=FAST)
-    result = tune_task(task, info, Database(path), 8, tuner="random", batch=4, measure_fn=m, progress=None)
+    result = tune_task(
+        task, info, Database(path), 8, tuner="random", batch=4, measure_fn=m, progress=None
+    )
     records = [json.loads(s) for s in path.read_text().splitlines()]
     assert len(records) == 8 == len(result.curve)
     targets = list(worker_targets(client).values())
@@ -176,7 +194,9 @@ def test_failures_are_results_and_tuning_goes_on(
     with DaskMeasurer(client, measure_kwargs=FAST) as m:
         # bad pass specs fail to compile on the worker: measure records it, the others measure
         results = m(task, [candidates[0], ["tile{sizes=4,4}"], candidates[1], ["no-such-pass"]])
-    assert [r.error_kind for r in results] == [None, "compile_error", None, "compile_error"], results
+    assert [r.error_kind for r in results] == [None, "compile_error", None, "compile_error"], (
+        results
+    )
     assert "expected 3 tile sizes" in results[1].error
 
     def boom(task, cands, kwargs):
@@ -219,14 +239,29 @@ def test_without_dask_the_error_says_what_to_install(monkeypatch: pytest.MonkeyP
         DaskMeasurer("tcp://127.0.0.1:8786")
 
 
-def test_cli_tune_with_dask(tmp_path: Path, client: distributed.Client, capsys: pytest.CaptureFixture) -> None:
+def test_cli_tune_with_dask(
+    tmp_path: Path, client: distributed.Client, capsys: pytest.CaptureFixture
+) -> None:
     from compiler.cli import main
 
     model = tmp_path / "mm.onnx"
     onnx.save(matmul_model(16), model)
     db = tmp_path / "db.jsonl"
     address = client.scheduler.address
-    rc = main(["tune", str(model), "--trials", "2", "--db", str(db), "--tuner", "random", "--dask", address])
+    rc = main(
+        [
+            "tune",
+            str(model),
+            "--trials",
+            "2",
+            "--db",
+            str(db),
+            "--tuner",
+            "random",
+            "--dask",
+            address,
+        ]
+    )
     err = capsys.readouterr().err
     assert rc == 0, err
     assert f"measuring on 2 dask workers ({host_target()['cpu']})" in err
@@ -252,3 +287,553 @@ def test_a_worker_that_dies_fails_its_chunk_only(client: distributed.Client) -> 
         again = m(None, [["a"], ["b"]])
         assert all(r.ok for r in again)
         assert set(m.workers) - before  # the restarted worker was asked for its target
+
+
+# ----------------------------------------------------------------------------- security
+
+
+def make_pki(d: Path) -> dict[str, str]:
+    """PEM files in `d`: a CA ("ca"), a certificate it signed for the scheduler and the worker
+    ("node"), one for the tuner ("client"), and a client certificate from another CA ("rogue");
+    each with its key ("<name>-key"). What openssl would make, in-process (cryptography)."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+    now = datetime.datetime.now(datetime.UTC)
+    out: dict[str, str] = {}
+
+    def issue(cn: str, issuer: tuple | None = None) -> tuple:
+        key = ec.generate_private_key(ec.SECP256R1())
+        name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, cn)])
+        ikey, iname = (key, name) if issuer is None else (issuer[0], issuer[1].subject)
+        b = (
+            x509.CertificateBuilder()
+            .subject_name(name)
+            .issuer_name(iname)
+            .public_key(key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(days=1))
+            .not_valid_after(now + datetime.timedelta(days=1))
+            .add_extension(
+                x509.BasicConstraints(ca=issuer is None, path_length=None), critical=True
+            )
+            .add_extension(
+                x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False
+            )
+        )
+        if issuer is None:
+            usage = x509.KeyUsage(True, False, False, False, False, True, True, False, False)
+            b = b.add_extension(usage, critical=True)
+        else:
+            b = (
+                b.add_extension(
+                    x509.AuthorityKeyIdentifier.from_issuer_public_key(ikey.public_key()),
+                    critical=False,
+                )
+                .add_extension(
+                    x509.SubjectAlternativeName(
+                        [x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
+                    ),
+                    critical=False,
+                )
+                .add_extension(
+                    x509.ExtendedKeyUsage(
+                        [ExtendedKeyUsageOID.SERVER_AUTH, ExtendedKeyUsageOID.CLIENT_AUTH]
+                    ),
+                    critical=False,
+                )
+            )
+        return key, b.sign(ikey, hashes.SHA256())
+
+    def write(stem: str, pair: tuple) -> None:
+        key, cert = pair
+        (d / f"{stem}.pem").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+        (d / f"{stem}-key.pem").write_bytes(
+            key.private_bytes(
+                serialization.Encoding.PEM,
+                serialization.PrivateFormat.PKCS8,
+                serialization.NoEncryption(),
+            )
+        )
+        out[stem], out[f"{stem}-key"] = str(d / f"{stem}.pem"), str(d / f"{stem}-key.pem")
+
+    ca = issue("ziggurat test CA")
+    write("ca", ca)
+    write("node", issue("node", ca))
+    write("client", issue("client", ca))
+    write("rogue", issue("rogue client", issue("rogue CA")))
+    return out
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    pytest.importorskip("cryptography")
+    return make_pki(tmp_path_factory.mktemp("pki"))
+
+
+@pytest.fixture
+def no_connection(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Opening a dask client records the address and fails: refusals must come before any
+    connection (and nothing here ever reaches an address other than 127.0.0.1)."""
+    attempts: list[str] = []
+
+    class NoConnect:
+        def __init__(self, address: str, *args: object, **kwargs: object) -> None:
+            attempts.append(address)
+            raise AssertionError(f"connected to {address}")
+
+    monkeypatch.setattr(distributed, "Client", NoConnect)
+    monkeypatch.setattr(zdist, "_safe_client_class", lambda: NoConnect, raising=False)
+    return attempts
+
+
+def test_an_unencrypted_scheduler_elsewhere_is_refused(
+    no_connection: list[str], pki: dict[str, str]
+) -> None:
+    for address in (
+        "tcp://10.1.2.3:8786",
+        "10.1.2.3:8786",
+        "tcp://farm.example:8786",
+        "tcp://[2001:db8::1]:8786",
+    ):
+        with pytest.raises(DaskSetupError, match="refusing the unencrypted dask scheduler") as e:
+            DaskMeasurer(address)
+        assert "--dask-insecure" in str(e.value) and "tls://" in str(e.value)
+    with pytest.raises(DaskSetupError, match="speaks TLS: give the cluster's CA"):
+        DaskMeasurer("tls://10.1.2.3:8786")
+    security = zdist.tls_security(pki["ca"], pki["client"], pki["client-key"])
+    assert security.require_encryption
+    with pytest.raises(DaskSetupError, match="not encrypted"):
+        DaskMeasurer("tcp://10.1.2.3:8786", security=security)
+    assert no_connection == []
+    # this machine, an explicit allow_insecure (--dask-insecure), TLS: connecting is allowed
+    allowed = [
+        ("tcp://127.0.0.1:8786", {}),
+        ("tcp://localhost:8786", {}),
+        ("tcp://[::1]:8786", {}),
+        ("tcp://10.1.2.3:8786", {"allow_insecure": True}),
+        ("tls://10.1.2.3:8786", {"security": security}),
+    ]
+    for address, kwargs in allowed:
+        with pytest.raises(DaskSetupError, match="cannot reach"):
+            DaskMeasurer(address, **kwargs)
+    assert no_connection == [a for a, _ in allowed]
+
+
+def test_cli_refuses_insecure_setups_and_names_bad_tls_files(
+    tmp_path: Path, pki: dict[str, str], no_connection: list[str], capsys: pytest.CaptureFixture
+) -> None:
+    from compiler.cli import main
+
+    model = tmp_path / "mm.onnx"
+    onnx.save(matmul_model(16), model)
+    base = ["tune", str(model), "--trials", "1", "--db", str(tmp_path / "db.jsonl")]
+    tls = ["--dask", "tls://10.1.2.3:8786"]
+    not_pem = tmp_path / "not.pem"
+    not_pem.write_text("hello\n")
+    missing = str(tmp_path / "missing-ca.pem")
+    cases = [
+        (
+            ["--dask", "tcp://10.1.2.3:8786"],
+            "refusing the unencrypted dask scheduler at tcp://10.1.2.3:8786",
+        ),
+        (
+            [*tls, "--dask-tls-ca", missing, "--dask-tls-cert", pki["client"]],
+            f"cannot read the TLS file {missing} (--dask-tls-ca)",
+        ),
+        (
+            [*tls, "--dask-tls-ca", pki["ca"], "--dask-tls-cert", str(not_pem)],
+            f"the TLS file {not_pem} (--dask-tls-cert) is not a PEM file",
+        ),
+        (
+            [
+                *tls,
+                "--dask-tls-ca",
+                pki["ca"],
+                "--dask-tls-cert",
+                pki["client"],
+                "--dask-tls-key",
+                pki["rogue-key"],
+            ],
+            "(--dask-tls-key): not a certificate and its (unencrypted) private key",
+        ),
+        (
+            [
+                *tls,
+                "--dask-tls-ca",
+                pki["client-key"],
+                "--dask-tls-cert",
+                pki["client"],
+                "--dask-tls-key",
+                pki["client-key"],
+            ],
+            "(--dask-tls-ca) holds no CA certificate",
+        ),
+        ([*tls, "--dask-tls-ca", pki["ca"]], "TLS needs the cluster's CA certificate"),
+        (tls, "speaks TLS"),
+        (["--dask-tls-ca", pki["ca"]], "need --dask"),
+    ]
+    for args, message in cases:
+        rc = main(base + args)
+        err = capsys.readouterr().err
+        assert rc == 1, (args, err)
+        assert "ziggurat: error: " in err and message in err, (args, err)
+        assert "Traceback" not in err
+    assert no_connection == []
+
+
+def test_a_tls_cluster_admits_our_client_only(
+    tmp_path: Path, pki: dict[str, str], capsys: pytest.CaptureFixture
+) -> None:
+    from compiler.cli import main
+
+    security = distributed.Security(
+        tls_ca_file=pki["ca"],
+        tls_scheduler_cert=pki["node"],
+        tls_scheduler_key=pki["node-key"],
+        tls_worker_cert=pki["node"],
+        tls_worker_key=pki["node-key"],
+        tls_client_cert=pki["client"],
+        tls_client_key=pki["client-key"],
+        require_encryption=True,
+    )
+    cluster = distributed.LocalCluster(
+        n_workers=1,
+        threads_per_worker=1,
+        processes=True,
+        protocol="tls://",
+        host="127.0.0.1",
+        security=security,
+        dashboard_address=None,
+    )
+    try:
+        address = cluster.scheduler_address
+        assert address.startswith("tls://127.0.0.1:")
+        # strangers: no certificate, plain tcp, a certificate from another CA
+        with pytest.raises(Exception):  # noqa: B017 (whatever dask raises: no client)
+            distributed.Client(address, timeout=5, set_as_default=False)
+        with pytest.raises(Exception):  # noqa: B017
+            distributed.Client(address.replace("tls://", "tcp://"), timeout=5, set_as_default=False)
+        rogue = zdist.tls_security(pki["ca"], pki["rogue"], pki["rogue-key"])
+        with pytest.raises(DaskSetupError, match="cannot reach the dask scheduler"):
+            DaskMeasurer(address, security=rogue, connect_timeout_s=5)
+        with pytest.raises(DaskSetupError, match="speaks TLS"):
+            DaskMeasurer(address)
+        # ours measures
+        model = tmp_path / "mm.onnx"
+        onnx.save(matmul_model(16), model)
+        db = tmp_path / "db.jsonl"
+        tls = [
+            "--dask-tls-ca",
+            pki["ca"],
+            "--dask-tls-cert",
+            pki["client"],
+            "--dask-tls-key",
+            pki["client-key"],
+        ]
+        rc = main(
+            [
+                "tune",
+                str(model),
+                "--trials",
+                "2",
+                "--db",
+                str(db),
+                "--tuner",
+                "random",
+                "--dask",
+                address,
+                *tls,
+            ]
+        )
+        err = capsys.readouterr().err
+        assert rc == 0, err
+        assert "measuring on 1 dask workers" in err
+        records = [json.loads(s) for s in db.read_text().splitlines()]
+        assert len(records) == 2 and [r["error_kind"] for r in records].count(None) >= 1, records
+    finally:
+        cluster.close()
+
+
+@pytest.mark.parametrize("channel", ["result", "type", "exception", "warn"])
+def test_a_malicious_worker_runs_no_code_in_the_tuner(
+    tmp_path: Path, client: distributed.Client, channel: str
+) -> None:
+    """Four ways dask hands a worker's pickle to the client: the result, the result's type, the
+    task's exception, a "warn" event. The worker below uses each to create a marker file here."""
+    marker = str(tmp_path / "pwned")
+
+    class Touch:  # unpickling one creates the marker: the worker's code, run by whoever unpickles
+        def __reduce__(self):
+            import pathlib
+
+            return (pathlib.Path.touch, (pathlib.Path(marker),))
+
+    def evil(*args):
+        """The whole worker side (args end with the candidates and the measure kwargs)."""
+        import copyreg
+        import json
+        import pickle
+        import time
+
+        from autotune.measure import host_target
+
+        row = {"costs": [1e-3], "error_kind": None, "error": "", "build_s": 0.0, "run_s": 0.0}
+        reply = json.dumps({"target": host_target(), "results": [row] * len(args[-2])})
+        if channel == "result":
+            return Touch()
+        if channel == "type":  # dask sends the result's type pickled: this type pickles as Touch
+
+            class Meta(type):
+                pass
+
+            class Text(str, metaclass=Meta):
+                pass
+
+            copyreg.pickle(Meta, lambda cls: Touch().__reduce__())
+            return Text(reply)
+        if channel == "exception":  # the exception the worker reports for the task
+            import distributed.worker as w
+            from distributed.protocol import to_serialize
+
+            honest = w.error_message
+
+            def forged(e, status="error"):
+                w.error_message = honest
+                return {**honest(e, status), "exception": to_serialize(Touch())}
+
+            w.error_message = forged
+            raise RuntimeError("boom")
+        from distributed import get_worker  # warn: an event every client handles by default
+
+        get_worker().log_event("warn", {"message": pickle.dumps(Touch())})
+        time.sleep(0.5)
+        return reply
+
+    with DaskMeasurer(client.scheduler.address, chunk_fn=evil) as m:
+        m._remote_fn = evil  # the worker is the attacker's: it answers what it likes
+        results = m(None, [["a"], ["b"], ["c"]])
+        time.sleep(1.0)  # events come on their own
+    assert not os.path.exists(marker), f"the worker ran code in the tuner through its {channel}"
+    if channel == "result":
+        assert [r.error_kind for r in results] == ["runtime_error"] * 3
+        assert "the worker's reply was refused" in results[0].error
+        assert "Could not serialize object of type Touch" in results[0].error
+    elif channel == "exception":
+        assert [r.error_kind for r in results] == ["runtime_error"] * 3
+        assert (
+            "the task failed on its worker (its exception is not unpickled here)"
+            in results[0].error
+        )
+    else:  # well-formed lies are results (a new best is re-checked here: see below)
+        assert all(r.ok and r.costs == [1e-3] for r in results)
+
+
+def test_forged_results_fail_with_the_reason(client: distributed.Client) -> None:
+    def forge(task, cands, kwargs):  # the worker's measure function, lying
+        from autotune.measure import MeasureResult
+
+        table = {
+            "ok": MeasureResult(costs=[1e-3]),
+            "nan": MeasureResult(costs=[1e-3, float("nan")]),
+            "inf": MeasureResult(costs=[float("inf")]),
+            "negative": MeasureResult(costs=[-1e-3]),
+            "zero": MeasureResult(costs=[0.0]),
+            "no costs": MeasureResult(costs=[]),
+            "text cost": MeasureResult(costs=["fast"]),
+            "bool cost": MeasureResult(costs=[True]),
+            "unknown kind": MeasureResult(costs=[1e-3], error_kind="pwned"),
+            "error not text": MeasureResult(costs=[1e-3], error=7),
+            "nan build_s": MeasureResult(costs=[1e-3], build_s=float("nan")),
+            "negative wrong_result": MeasureResult(costs=[-1.0], error_kind="wrong_result"),
+        }
+        return [table[c[0]] for c in cands]
+
+    why = {
+        "nan": "cost nan is not a finite positive number of seconds",
+        "inf": "cost inf is not a finite positive",
+        "negative": "cost -0.001 is not a finite positive",
+        "zero": "cost 0.0 is not a finite positive",
+        "no costs": "a success without costs",
+        "text cost": "cost 'fast' is not a finite positive",
+        "bool cost": "cost True is not a finite positive",
+        "unknown kind": "unknown error_kind 'pwned'",
+        "error not text": "error is a int, not a string",
+        "nan build_s": "build_s/run_s are not finite non-negative numbers",
+        "negative wrong_result": "cost -1.0 is not a finite positive",
+    }
+    cases = ["ok", *why]
+    with DaskMeasurer(client, chunk_fn=forge) as m:
+        results = m(None, [[c] for c in cases])
+        assert results[0].ok and results[0].costs == [1e-3]
+        for case, r in zip(cases[1:], results[1:]):
+            assert r.error_kind == "runtime_error" and why[case] in r.error, (case, r)
+            assert "rejected" in r.error and r.costs == []
+
+        def too_few(task, cands, kwargs):
+            return forge(task, [["ok"]] * (len(cands) - 1), kwargs)
+
+        m._chunk_fn = too_few
+        results = m(None, [["a"], ["b"], ["c"], ["d"]])  # two chunks of two
+        assert all(r.error_kind == "runtime_error" for r in results)
+        assert "the worker's reply has 1 results for 2 candidates" in results[0].error
+
+        def elsewhere(*args):  # a reply for another machine than the cluster's
+            import json
+
+            row = {"costs": [1e-3], "error_kind": None, "error": "", "build_s": 0.0, "run_s": 0.0}
+            return json.dumps(
+                {"target": {"cpu": "fake-cpu", "features": "+x"}, "results": [row] * len(args[-2])}
+            )
+
+        m._remote_fn = elsewhere
+        results = m(None, [["a"], ["b"]])
+        assert all(r.error_kind == "runtime_error" for r in results)
+        assert (
+            f"measured on cpu fake-cpu (features +x), not on the cluster's cpu {m.target['cpu']}"
+            in results[0].error
+        )
+
+
+def test_replies_are_checked_before_anything_is_believed() -> None:
+    target = {"cpu": "c", "features": "+f"}
+    row = {"costs": [1e-3, 2e-3], "error_kind": None, "error": "", "build_s": 0.5, "run_s": 0.25}
+
+    def reply(**kw: object) -> str:
+        return json.dumps({"target": target, "results": [row], **kw})
+
+    (r,) = zdist.decode_reply(reply(), 1, target)
+    assert r == MeasureResult([1e-3, 2e-3], None, "", 0.5, 0.25)
+    bad = {
+        "not text": (b"{}", "is a bytes, not JSON text"),
+        "not JSON": ("{", "is not JSON"),
+        "too deep": ("[" * 30_000 + "]" * 30_000, "is not JSON"),
+        "too large": (" " * 10_000_000, "too large"),
+        "not a reply": (json.dumps([row]), "not a chunk reply"),
+        "extra key": (reply(pwn=1), "not a chunk reply"),
+        "no target": (json.dumps({"results": [row]}), "names no valid target"),
+        "bad target": (reply(target={"cpu": 1, "features": ""}), "names no valid target"),
+        "other target": (reply(target={"cpu": "d", "features": "+f"}), "measured on cpu d"),
+        "count": (reply(results=[row, row]), "has 2 results for 1 candidates"),
+        "results not a list": (reply(results={"0": row}), "has dict results"),
+        "row not an object": (reply(results=[[1e-3]]), "result 0 rejected: a list, not an object"),
+        "missing field": (
+            reply(results=[{k: v for k, v in row.items() if k != "run_s"}]),
+            "missing ['run_s']",
+        ),
+        "extra field": (reply(results=[{**row, "exec": "rm -rf"}]), "unexpected ['exec']"),
+    }
+    for name, (text, message) in bad.items():
+        results = zdist.decode_reply(text, 1, target)
+        assert len(results) == 1 and results[0].error_kind == "runtime_error", name
+        assert message in results[0].error, (name, results[0].error)
+    # a chunk's failure is the worker's text, printable; every candidate gets its own result
+    out = zdist.decode_reply(
+        json.dumps({"target": target, "error": "RuntimeError: \x1b[2Jx"}), 2, target
+    )
+    assert [r.error for r in out] == ["dask: RuntimeError: ?[2Jx"] * 2 and out[0] is not out[1]
+
+
+def test_failed_tasks_are_named_without_unpickling(tmp_path: Path) -> None:
+    import pickle
+
+    from distributed.core import error_message
+    from distributed.scheduler import KilledWorker
+
+    try:
+        import no_such_module_here  # noqa: F401
+    except ImportError as e:
+        honest = error_message(e)["exception"]  # as a worker sends it: dask's Serialize of bytes
+    serialized = distributed.protocol.Serialized(*distributed.protocol.serialize(honest))
+    assert zdist.describe_pickled_exception(serialized) == (
+        "ModuleNotFoundError: No module named 'no_such_module_here'"
+    )
+    killed = pickle.dumps(KilledWorker("_remote_chunk-123", "tcp://127.0.0.1:1", 0))
+    assert zdist.describe_pickled_exception(killed) == "KilledWorker: _remote_chunk-123"
+    marker = tmp_path / "pwned"
+
+    class Touch:
+        def __reduce__(self):
+            return (Path.touch, (marker,))
+
+    evil = pickle.dumps(Touch())
+    for payload in (evil, b"not a pickle", None, object()):
+        assert zdist.describe_pickled_exception(payload)  # something to say, nothing run
+    assert not marker.exists()
+
+
+def test_a_remote_winner_is_rechecked_here(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, task: Task
+) -> None:
+    """Workers that call every config correct and fast: a config that is wrong here (its kernel
+    subtracts instead of adding, when measured on this machine) is not recorded as the best."""
+    import autotune.measure as measure_module
+
+    info = anchor_info(task)
+    real = measure_module.measure
+    wrong_ir = task.kernel_ir.replace("arith.addf", "arith.subf")
+    assert wrong_ir != task.kernel_ir
+    calls: list[list[list[str]]] = []
+
+    def wrong_here(task_, cands, **kwargs):
+        calls.append(cands)
+        return real(task_, cands, kernel_irs=[wrong_ir] * len(cands), **kwargs)
+
+    class Lying:
+        remote = True  # as DaskMeasurer
+        target = host_target()
+        measure_kwargs: dict = {}
+
+        def __call__(self, task_, cands):
+            return [MeasureResult(costs=[1e-9 * (i + 1)]) for i in range(len(cands))]
+
+    monkeypatch.setattr(measure_module, "measure", wrong_here)
+    path = tmp_path / "remote.jsonl"
+    with pytest.warns(UserWarning, match="failed the local correctness re-check"):
+        result = tune_task(
+            task,
+            info,
+            Database(path),
+            3,
+            tuner="random",
+            batch=3,
+            measure_fn=Lying(),
+            progress=None,
+        )
+    records = [json.loads(s) for s in path.read_text().splitlines()]
+    assert [r["error_kind"] for r in records] == ["wrong_result"] * 3
+    assert all("remote success, local re-check failed: wrong_result" in r["error"] for r in records)
+    assert result.best_config is None and result.best_gflops == 0.0
+    assert Database(path).best(task.workload_key) is None
+    assert len(calls) == 3  # each would have been the best so far
+
+    # the same lies from a local measure function: nothing is re-checked (local tuning pays nothing)
+    calls.clear()
+    local = tmp_path / "local.jsonl"
+    tune_task(
+        task,
+        info,
+        Database(local),
+        3,
+        tuner="random",
+        batch=3,
+        measure_fn=Lying().__call__,
+        progress=None,
+    )
+    assert calls == []
+    assert [json.loads(s)["error_kind"] for s in local.read_text().splitlines()] == [None] * 3
+
+    # a correct config passes the re-check; slower ones after it are not re-checked
+    def right_here(task_, cands, **kwargs):
+        calls.append(cands)
+        return real(task_, cands, **kwargs)
+
+    monkeypatch.setattr(measure_module, "measure", right_here)
+    path = tmp_path / "honest.jsonl"
+    result = tune_task(
+        task, info, Database(path), 3, tuner="random", batch=3, measure_fn=Lying(), progress=None
+    )
+    assert [json.loads(s)["error_kind"] for s in path.read_text().splitlines()] == [None] * 3
+    assert len(calls) == 1 and result.best_gflops > 0
