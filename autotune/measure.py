@@ -5,7 +5,8 @@ the candidate's schedule passes and compiled to an object file (`build`, in a fo
 the object is loaded into a runner process (numpy + llvmlite only, no xDSL), called on fixed random
 64-byte-aligned inputs, checked against the task's default-schedule reference and timed. The runner
 is reused across candidates and restarted after a crash, a timeout or a wrong result (a stray write
-may have corrupted it). Failures are results (`error_kind`), never exceptions.
+may have corrupted it). Failures are results (`error_kind`), never exceptions; when the reference
+itself cannot be built or run, no candidate of the task is run or counted as correct.
 """
 
 from __future__ import annotations
@@ -27,7 +28,9 @@ from typing import Any
 import numpy as np
 
 REFERENCE_PASSES = ["default-schedule"]
-ERROR_KINDS = ("compile_error", "runtime_error", "timeout", "wrong_result")
+ERROR_KINDS = ("compile_error", "runtime_error", "timeout", "wrong_result", "reference_error")
+"""`reference_error`: the task's default-schedule reference could not be built or run, so no
+candidate of the task can be checked (none is run, none counts as correct)."""
 INPUT_SEED = 0
 MIN_REPEAT_S = 0.002  # each timed repeat runs the kernel `number` times, at least this long
 _START_TIMEOUT_S = 60.0  # runner start-up (imports) and reference runs
@@ -398,6 +401,26 @@ def _mismatch(
     return ""
 
 
+def _reference(
+    task: Any, built_ok: bool, obj: Any, runner: Runner, timeout_s: float
+) -> tuple[list[tuple[tuple[int, ...], str]], list[np.ndarray] | None, str]:
+    """(signature, reference outputs or None, why there are none) of the task's default schedule.
+
+    Any failure (the kernel's arguments, its build, a crash, a timeout) is a reason, not an
+    exception: the candidates of the task are then all recorded as `reference_error`."""
+    try:
+        signature = kernel_signature(task.kernel_ir)
+    except Exception as e:
+        return [], None, f"compile_error: the kernel's arguments: {type(e).__name__}: {e}"
+    if not built_ok:
+        return signature, None, f"compile_error: {obj}"
+    limit = max(timeout_s, _START_TIMEOUT_S)
+    kind, payload = runner.run(task.workload_key, signature, obj, 1, 1, limit)
+    if kind != "ok":
+        return signature, None, f"{kind}: {payload}"
+    return signature, payload[1], ""
+
+
 def measure(
     task: Any,
     candidates: list[list[str]],
@@ -433,41 +456,36 @@ def measure(
 
     if need_ref:
         ok, obj, _ = built.pop()
-        signature = kernel_signature(task.kernel_ir)
-        reference: list[np.ndarray] | None = None
-        why = ""
-        if ok:
-            kind, payload = runner.run(
-                task.workload_key, signature, obj, 1, 1, max(timeout_s, _START_TIMEOUT_S)
-            )
-            if kind == "ok":
-                reference = payload[1]
-            else:
-                why = f"{kind}: {payload}"
-        else:
-            why = f"compile_error: {obj}"
-        _REFERENCES[ref_key] = (signature, reference, why)
+        _REFERENCES[ref_key] = _reference(task, ok, obj, runner, timeout_s)
     signature, reference, ref_error = _REFERENCES[ref_key]
-    unspecified = private_args(task.kernel_ir)  # parsed once per call, not per candidate
+    if reference is None and need_ref:  # once per task; its records carry the reason
+        warnings.warn(
+            f"measure: no reference output for {task.name} ({ref_error}): "
+            "its candidates fail as reference_error",
+            stacklevel=2,
+        )
+    unspecified = private_args(task.kernel_ir) if reference is not None else set()
 
     results = []
     for ok, obj, build_s in built:
         if not ok:
             results.append(MeasureResult(error_kind="compile_error", error=obj, build_s=build_s))
             continue
+        if reference is None:  # nothing could check its output: it is not run, and not correct
+            results.append(
+                MeasureResult(
+                    error_kind="reference_error",
+                    error="the task's reference (default schedule) failed, so no output can be "
+                    f"checked: {ref_error}",
+                    build_s=build_s,
+                )
+            )
+            continue
         kind, payload = runner.run(task.workload_key, signature, obj, repeat, number, timeout_s, threads)
         if kind != "ok":
             results.append(MeasureResult(error_kind=kind, error=payload, build_s=build_s))
             continue
         costs, outputs, run_s = payload
-        if reference is None:  # a compiler bug: the candidate ran, but nothing can check it
-            warnings.warn(
-                f"measure: no reference output for {task.name}: {ref_error}", stacklevel=2
-            )
-            results.append(
-                MeasureResult(costs, None, f"unchecked: no reference ({ref_error})", build_s, run_s)
-            )
-            continue
         why = _mismatch(outputs, reference, rtol, atol, unspecified)
         if why:
             runner.stop()  # it may have written where it should not

@@ -6,13 +6,15 @@ Every user error ends in one `ziggurat: error: ...` line and exit code 1, never 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+import stat
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import NoReturn
+from typing import BinaryIO, NoReturn
 
 EMIT_LEVELS = ("graph", "tensor", "loops", "llvm-dialect", "llvm-ir", "asm")
 
@@ -45,14 +47,54 @@ def parse_input_shapes(specs: Sequence[str] | None) -> dict[str, list[int]]:
     return shapes
 
 
+def _write_file(path: str, write: Callable[[BinaryIO], object]) -> None:
+    """Write the output file the user named, exactly there. A failure (no such folder, read-only,
+    full disk) is a user error naming the path, and a half-written regular file is removed."""
+    regular = False
+    try:
+        with open(path, "wb") as f:
+            regular = stat.S_ISREG(os.fstat(f.fileno()).st_mode) and not os.path.islink(path)
+            write(f)
+    except OSError as e:
+        if regular:  # never a device (/dev/full) or what a link points to
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+        raise UsageError(f"cannot write output file {path}: {e.strerror or e}") from None
+
+
+def _stdout(text: str) -> None:
+    """Write to standard output; a full disk or closed file is a user error (a broken pipe is not
+    ours to report: `| head` is normal use)."""
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        raise
+    except OSError as e:
+        raise UsageError(f"cannot write to standard output: {e.strerror or e}") from None
+
+
+def _check_readable(path: str, what: str) -> None:
+    """A user error naming `path` unless it is a regular file this process can read."""
+    p = Path(path)
+    if not p.exists():
+        raise UsageError(f"{what} not found: {path}")
+    if p.is_dir():
+        raise UsageError(f"{what} {path} is a directory")
+    if not p.is_file():
+        raise UsageError(f"{what} {path} is not a regular file")
+    try:
+        with open(p, "rb") as f:
+            f.read(1)
+    except OSError as e:
+        raise UsageError(f"cannot read {what} {path}: {e.strerror or e}") from None
+
+
 def _write(text: str, output: str | None) -> None:
     if output:
-        try:
-            Path(output).write_text(text)
-        except OSError as e:
-            raise UsageError(f"cannot write output file {output}: {e.strerror or e}") from None
+        _write_file(output, lambda f: f.write(text.encode("utf-8")))
     else:
-        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+        _stdout(text if text.endswith("\n") else text + "\n")
 
 
 def cmd_compile(args: argparse.Namespace) -> int:
@@ -63,7 +105,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
     optimize = not args.no_graph_opt
     _check_threads(args.threads)
     if args.report:
-        print(json.dumps(compile_report(_model_arg(args.model), shapes, optimize=optimize), indent=2))
+        _stdout(json.dumps(compile_report(_model_arg(args.model), shapes, optimize=optimize), indent=2) + "\n")
         if not args.output:
             return 0
     module = import_model(_model_arg(args.model), shapes)
@@ -85,8 +127,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
 def _load_npz(path: str) -> dict:
     import numpy as np
 
-    if not Path(path).is_file():
-        raise UsageError(f"inputs file not found: {path}")
+    _check_readable(path, "inputs file")
     try:  # allow_pickle=False: a text or object file must fail here, not ask to unpickle
         data = np.load(path, allow_pickle=False)
     except Exception:  # numpy raises several types for a bad archive
@@ -106,6 +147,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from compiler.model import compile_model
 
     _check_threads(args.threads)
+    _check_readable(args.model, "model file")
     feeds = _load_npz(args.inputs)
     model = compile_model(
         args.model, parse_input_shapes(args.input_shape), target=args.target, optimize=not args.no_graph_opt, db=args.db,
@@ -114,18 +156,18 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.db:
         _report_db_use()
     outputs = model.run(feeds)
-    try:
-        np.savez(args.output, **outputs)
-    except OSError as e:
-        raise UsageError(f"cannot write output file {args.output}: {e.strerror or e}") from None
-    for name, value in outputs.items():
-        print(f"{name}: shape {list(value.shape)} -> {args.output}")
+    _write_file(args.output, lambda f: np.savez(f, **outputs))  # exactly there: no `.npz` added
+    _stdout("".join(f"{name}: shape {list(value.shape)} -> {args.output}\n" for name, value in outputs.items()))
     return 0
 
 
 def _check_threads(threads: int) -> None:
+    from passes.transforms.parallelize import MAX_THREADS
+
     if threads < 1:
         raise UsageError(f"--threads must be at least 1 (got {threads})")
+    if threads > MAX_THREADS:
+        raise UsageError(f"--threads must be at most {MAX_THREADS}, the thread pool's limit (got {threads})")
 
 
 def _ort_session(model_bytes: bytes, threads: int):
@@ -181,7 +223,13 @@ def bench_model(
     from compiler.host import cpu_description
     from compiler.model import compile_model
 
-    proto = model_path_or_proto if isinstance(model_path_or_proto, onnx.ModelProto) else onnx.load(str(model_path_or_proto))
+    if isinstance(model_path_or_proto, onnx.ModelProto):
+        proto = model_path_or_proto
+    else:  # the frontend's loader: the same checks (and external data rules) as `compile`
+        from compiler.frontend.onnx import _load
+
+        _check_readable(str(model_path_or_proto), "model file")
+        proto = _load(str(model_path_or_proto))
     t0 = time.perf_counter()
     compiled = compile_model(proto, optimize=optimize, db=db, threads=threads)
     compile_s = time.perf_counter() - t0
@@ -218,14 +266,16 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if args.db:
         _report_db_use()
     if args.json:
-        print(json.dumps(result))
+        _stdout(json.dumps(result) + "\n")
     else:
-        print(f"model            {result['model']}")
-        print(f"cpu              {result['cpu']}")
-        print(f"compile          {result['compile_s']:.2f} s  {result['compile_breakdown_s']}")
-        print(f"ziggurat         {result['ziggurat_ms']:.3f} ms   (threads={args.threads})")
-        print(f"onnxruntime      {result['onnxruntime_ms']:.3f} ms   (threads={args.threads})")
-        print(f"ratio            {result['ratio']:.2f}x onnxruntime latency   max |err| {result['max_abs_err']:.2e}")
+        _stdout(
+            f"model            {result['model']}\n"
+            f"cpu              {result['cpu']}\n"
+            f"compile          {result['compile_s']:.2f} s  {result['compile_breakdown_s']}\n"
+            f"ziggurat         {result['ziggurat_ms']:.3f} ms   (threads={args.threads})\n"
+            f"onnxruntime      {result['onnxruntime_ms']:.3f} ms   (threads={args.threads})\n"
+            f"ratio            {result['ratio']:.2f}x onnxruntime latency   max |err| {result['max_abs_err']:.2e}\n"
+        )
     return 0
 
 
@@ -238,22 +288,35 @@ def _model_arg(name: str):
         if key not in zoo.MODELS:
             raise UsageError(f"unknown built-in model '{key}' (available: {', '.join(zoo.MODELS)})")
         return zoo.MODELS[key]()
+    _check_readable(name, "model file")
     return name
 
 
 def cmd_tune(args: argparse.Namespace) -> int:
     from autotune.task import extract_tasks
-    from autotune.tune_model import plot_curves, tune_tasks
+    from autotune.tune_model import check_plotting, plot_curves, tune_tasks
 
     _check_threads(args.threads)
     if args.trials < 1:
         raise UsageError("--trials must be a positive number")
+    if args.plot:
+        check_plotting()  # before the tuning it would come after
+    tls_files = (args.dask_tls_ca, args.dask_tls_cert, args.dask_tls_key)
+    if not args.dask and (any(tls_files) or args.dask_insecure):
+        raise UsageError(
+            "--dask-tls-ca, --dask-tls-cert, --dask-tls-key and --dask-insecure need --dask"
+        )
     tasks = extract_tasks(_model_arg(args.model))
     measurer = None
     if args.dask:
-        from autotune.distributed import DaskMeasurer  # its errors are ZigguratErrors
+        # its errors (bad TLS files, an unencrypted remote scheduler) are ZigguratErrors
+        from autotune.distributed import DaskMeasurer, tls_security
 
-        measurer = DaskMeasurer(args.dask, measure_kwargs={"threads": args.threads})
+        security = tls_security(*tls_files) if any(tls_files) else None
+        measurer = DaskMeasurer(
+            args.dask, measure_kwargs={"threads": args.threads}, security=security,
+            allow_insecure=args.dask_insecure,
+        )
         print(f"measuring on {measurer.n_workers} dask workers ({measurer.target['cpu']})", file=sys.stderr)
     print(
         f"{len(tasks)} tasks; {args.trials} trials with the {args.tuner} tuner on {args.threads} thread(s)"
@@ -384,7 +447,23 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument(
         "--dask",
         metavar="ADDRESS",
-        help="measure on the workers of this dask scheduler (e.g. tcp://host:8786) instead of here",
+        help="measure on the workers of this dask scheduler (tls://HOST:8786 with the --dask-tls-* "
+        "files, or tcp://127.0.0.1:8786) instead of here",
+    )
+    t.add_argument(
+        "--dask-tls-ca", metavar="CA.pem", help="the cluster's CA certificate (signs every peer's)"
+    )
+    t.add_argument(
+        "--dask-tls-cert", metavar="CERT.pem", help="this client's certificate, signed by that CA"
+    )
+    t.add_argument(
+        "--dask-tls-key", metavar="KEY.pem", help="its private key (unless in the certificate file)"
+    )
+    t.add_argument(
+        "--dask-insecure",
+        action="store_true",
+        help="accept an unencrypted tcp:// scheduler on another machine (anyone who reaches it "
+        "runs code on the workers and can forge measurements)",
     )
     t.set_defaults(fn=cmd_tune)
 

@@ -22,6 +22,12 @@ from xdsl.utils.exceptions import VerifyException
 SCHEDULE_ATTR_NAME = "sched.schedule"
 """The discardable attribute under which a linalg op carries its schedule."""
 
+MAX_EXTENT = 2**31
+"""The largest tile size or unroll factor: the most iterations a loop can have (a tensor holds at
+most 2**31 elements, as compiler/frontend/onnx.py's MAX_ELEMENTS says). Anything larger is a typo."""
+MAX_WIDTH = 64
+"""The widest vector, in elements (a 2048-bit vector of f32; the widest hardware has 16 lanes)."""
+
 
 @dataclass(frozen=True)
 class Schedule:
@@ -64,6 +70,10 @@ class Schedule:
             raise ValueError(f"order {list(self.order)} is not a permutation of {n} loops")
         if any(t < 0 for t in self.tile) or any(u < 1 for u in self.unroll):
             raise ValueError("tile sizes must be >= 0 and unroll factors >= 1")
+        if any(x > MAX_EXTENT for x in (*self.tile, *self.unroll)):
+            raise ValueError(f"tile sizes and unroll factors must be at most 2**31 = {MAX_EXTENT}")
+        if not 1 <= self.width <= MAX_WIDTH:
+            raise ValueError(f"width = {self.width} is out of range 1..{MAX_WIDTH}")
         if self.vector >= n or self.vector < -1:
             raise ValueError(f"vector loop {self.vector} out of range")
         if self.vector >= 0 and (self.width < 1 or self.unroll[self.vector] % self.width):

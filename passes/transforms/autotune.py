@@ -33,6 +33,9 @@ LAST_STATS = AutotuneStats()
 PARALLEL_FALLBACK_SLACK = 1.15
 """Applying one-thread records on several threads: a record up to this much slower (one thread)
 than the best is preferred when the best's loop order leaves no outer loop to parallelize."""
+TUNERS = ("xgb", "random")
+MAX_TRIALS = 1_000_000
+"""Measurements per task: at 10 ms or more each, a million already take hours per kernel."""
 
 
 def apply_database(module: ModuleOp, db_path: str, ctx: Context, threads: int = 1) -> AutotuneStats:
@@ -62,7 +65,10 @@ def apply_database(module: ModuleOp, db_path: str, ctx: Context, threads: int = 
         anchor = generics_of(fn)[task.anchor]
         info = analyze_kernel(anchor)
         space = SearchSpace(info, threads=threads)
-        best = db.best(task.workload_key, space_hash=space.space_hash(), threads=threads)
+        best = next(  # the fastest record that is a config of this space (not a hand-edited one)
+            (r for r in db.ranked(task.workload_key, space.space_hash(), threads) if space.contains(r["config"])),
+            None,
+        )
         parallelized = None
         if best is None and threads > 1:  # no record for this thread count: a one-thread record,
             space = SearchSpace(info)  # the fastest one the default heuristic can parallelize
@@ -100,12 +106,27 @@ class AutotunePass(ModulePass):
     threads: int = 1
     """Threads the kernels will run on (records tuned for that many are preferred)."""
 
+    def check_options(self) -> None:
+        """Reject out-of-range options before touching the database or the kernels."""
+        from passes.transforms.parallelize import MAX_THREADS
+        from passes.transforms.schedule_edit import check_option, option_error
+
+        check_option(self.name, "trials", self.trials, 0, MAX_TRIALS, " (0: only apply the database)")
+        check_option(self.name, "threads", self.threads, 1, MAX_THREADS)
+        if self.seed < 0:
+            raise option_error(self.name, "seed", self.seed, "0 or more (numpy takes no negative seed)")
+        if self.tuner not in TUNERS:
+            raise DiagnosticException(
+                f"{self.name}: option 'tuner': unknown tuner '{self.tuner}' (available: {', '.join(TUNERS)})"
+            )
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         global LAST_STATS
         if not self.db:
             raise DiagnosticException("autotune: give the database path, e.g. autotune{db=\"tune.jsonl\"}")
         if self.target != "cpu":
             raise DiagnosticException(f"autotune: unknown target '{self.target}' (available: cpu)")
+        self.check_options()
         path = Path(self.db)
         if path.is_dir():
             raise DiagnosticException(f"autotune: database {self.db} is a directory, not a JSON-lines file")

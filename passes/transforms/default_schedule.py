@@ -19,7 +19,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.dialects.linalg import ops as linalg
 from xdsl.passes import ModulePass
 
-from dialects.sched import SCHEDULE_ATTR_NAME, Schedule, ScheduleAttr
+from dialects.sched import MAX_WIDTH, SCHEDULE_ATTR_NAME, Schedule, ScheduleAttr
 from passes.analysis.kernel_access import KernelInfo, analyze_kernel
 
 MAX_ACCUMULATORS = 16
@@ -168,7 +168,11 @@ class DefaultSchedulePass(ModulePass):
     """With more than one, the outer loops of large kernels run across threads (parallelize)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        from passes.transforms.parallelize import parallel_schedule
+        from passes.transforms.parallelize import MAX_THREADS, parallel_schedule
+        from passes.transforms.schedule_edit import check_option
+
+        check_option(self.name, "width", self.width, 0, MAX_WIDTH, " (0: the host CPU's widest)")
+        check_option(self.name, "threads", self.threads, 1, MAX_THREADS)
 
         for g in op.walk():
             if isinstance(g, linalg.GenericOp) and SCHEDULE_ATTR_NAME not in g.attributes:

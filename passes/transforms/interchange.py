@@ -8,8 +8,9 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
+from dialects.sched import Schedule
 from passes.analysis.kernel_access import KernelInfo
-from passes.transforms.schedule_edit import edit_schedules, per_loop
+from passes.transforms.schedule_edit import check_op_option, edit_schedules, per_loop
 
 
 @dataclass(frozen=True)
@@ -30,9 +31,16 @@ class InterchangePass(ModulePass):
             return [list(range(info.num_loops))]
         return [p[:k] + r + p[k:] for k in range(len(p) + 1)]
 
+    def _edit(self, s: Schedule, info: KernelInfo) -> Schedule:
+        order = per_loop(self.order, info, "loop positions")
+        n = info.num_loops
+        if sorted(order) != list(range(n)):
+            raise ValueError(
+                f"option 'order': {','.join(map(str, order))} is not a permutation of the kernel's {n} loops "
+                f"(each of 0..{n - 1} once, outermost first)"
+            )
+        return replace(s, order=order)
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        edit_schedules(
-            op, self.kernel, self.name,
-            lambda s, info: replace(s, order=per_loop(self.order, info, "loop positions")),
-            self.op,
-        )
+        check_op_option(self.name, self.op)
+        edit_schedules(op, self.kernel, self.name, self._edit, self.op)

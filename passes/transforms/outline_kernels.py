@@ -91,16 +91,35 @@ def _root(value: SSAValue) -> SSAValue:
     return value
 
 
-def _private_args(unit: list[Operation], args: list[SSAValue], main: func.FuncOp) -> list[int]:
-    """Indices of arguments that are arena intermediates used by this unit only."""
-    inside = set(unit)
+def _top_level(op: Operation, main: func.FuncOp) -> Operation:
+    """The op of @main's body that is or contains `op`."""
+    while op.parent_op() is not None and op.parent_op() is not main:
+        op = op.parent_op()  # type: ignore[assignment]
+    return op
+
+
+def _removable(unit: list[Operation], main: func.FuncOp) -> set[Operation]:
+    """The ops of `unit` that @main no longer needs once the kernel is called: all of them but
+    the views (and constants) that something else still reads, and the views those stand on.
+
+    A view is kept when any op that stays in @main uses it; an op that stays is not a reason
+    to remove what it uses, so the decision runs from the last op of the unit backwards.
+    """
+    removed: set[Operation] = set()
+    for o in reversed(unit):
+        if all(_top_level(u.operation, main) in removed for r in o.results for u in r.uses):
+            removed.add(o)
+    return removed
+
+
+def _private_args(removed: set[Operation], args: list[SSAValue], main: func.FuncOp) -> list[int]:
+    """Indices of arguments that are arena intermediates used only by the ops in `removed` (the
+    ops of this kernel that leave @main): nothing reads their contents after the kernel."""
 
     def uses_outside(v: SSAValue) -> bool:
         for use in v.uses:
-            user = use.operation
-            while user.parent_op() is not None and user.parent_op() is not main:
-                user = user.parent_op()  # type: ignore[assignment]
-            if user not in inside and not (isinstance(user, _VIEW_OPS[:4]) and not uses_outside(user.results[0])):
+            user = _top_level(use.operation, main)
+            if user not in removed and not (isinstance(user, _VIEW_OPS[:4]) and not uses_outside(user.results[0])):
                 return True
         return False
 
@@ -161,7 +180,8 @@ class OutlineKernelsPass(ModulePass):
         counter = 0
         for unit in kernel_units(main):
             fn, args = outline_ops(unit)
-            private = _private_args(unit, args, main)
+            removed = _removable(unit, main)
+            private = _private_args(removed, args, main)
             if private:
                 fn.attributes[PRIVATE_ARGS_ATTR] = DenseArrayBase.from_list(i64, private)
             key = str(fn)
@@ -177,9 +197,8 @@ class OutlineKernelsPass(ModulePass):
                 fn.erase()
             call = func.CallOp(kernels[key], args, [])
             main.body.block.insert_op_before(call, unit[0])
-            unit_set = set(unit)
             for o in reversed(unit):  # views still used by @main stay there
-                if all(u.operation in unit_set for r in o.results for u in r.uses):
+                if o in removed:
                     main.body.block.erase_op(o, safe_erase=False)
         # Scalar constants only used by outlined kernels are now dead in @main.
         for c in [o for o in main.body.block.ops if isinstance(o, arith.ConstantOp)]:

@@ -16,10 +16,11 @@ from dataclasses import dataclass, replace
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
+from xdsl.utils.exceptions import DiagnosticException
 
 from dialects.sched import Schedule
 from passes.analysis.kernel_access import KernelInfo
-from passes.transforms.schedule_edit import edit_schedules
+from passes.transforms.schedule_edit import check_op_option, edit_schedules, option_error
 
 MAX_PANEL_ELEMENTS = 32 * 1024
 """A panel lives on the stack of the thread running the tile (128 KiB of f32 at most)."""
@@ -52,7 +53,13 @@ def packable(info: KernelInfo, i: int) -> bool:
 
 def check_pack(s: Schedule, info: KernelInfo) -> None:
     """Raise ValueError unless every packed operand can be packed with this schedule's tiles."""
+    inputs = len(info.op.inputs)
     for i in s.pack:
+        if not 0 <= i < inputs:
+            raise ValueError(
+                f"option 'operands': {i} is out of range; allowed: 0..{inputs - 1} (the kernel's inputs; "
+                "only inputs can be packed)"
+            )
         if not packable(info, i):
             raise ValueError(f"operand {i} cannot be packed (only input memrefs of the kernel, 0..{len(info.op.inputs) - 1})")
         elements = math.prod(panel_shape(info, i, s))
@@ -80,6 +87,15 @@ class PackPass(ModulePass):
         return [[], *([i] for i in cands), *([cands] if len(cands) == 2 else [])]
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for i in self.operands:
+            if i < 0:
+                raise option_error(self.name, "operands", i, "an input operand of the kernel (0, 1, ...)")
+        if len(set(self.operands)) != len(self.operands):
+            raise DiagnosticException(
+                f"{self.name}: option 'operands': {','.join(map(str, self.operands))} names an operand twice"
+            )
+        check_op_option(self.name, self.op)
+
         def edit(s: Schedule, info: KernelInfo) -> Schedule:
             new = replace(s, pack=tuple(self.operands))
             check_pack(new, info)

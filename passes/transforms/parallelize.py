@@ -17,7 +17,10 @@ from xdsl.passes import ModulePass
 
 from dialects.sched import Schedule
 from passes.analysis.kernel_access import KernelInfo
-from passes.transforms.schedule_edit import edit_schedules
+from passes.transforms.schedule_edit import check_op_option, edit_schedules, option_error
+
+MAX_THREADS = 1024
+"""The most threads the thread-pool runtime runs (MAX_THREADS in compiler/parallel_runtime.c)."""
 
 
 def check_parallel(s: Schedule, info: KernelInfo) -> None:
@@ -50,7 +53,16 @@ class ParallelizePass(ModulePass):
         return list(range(k + 1))
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if self.loops < 0:
+            raise option_error(self.name, "loops", self.loops, "0 (sequential) up to the kernel's number of loops")
+        check_op_option(self.name, self.op)
+
         def edit(s: Schedule, info: KernelInfo) -> Schedule:
+            if self.loops > info.num_loops:
+                raise ValueError(
+                    f"option 'loops': {self.loops} is out of range; allowed: 0..{info.num_loops} "
+                    f"(the kernel has {info.num_loops} loops)"
+                )
             new = replace(s, parallel=self.loops)
             new.check(info.num_loops)
             check_parallel(new, info)

@@ -1,4 +1,7 @@
-"""`tile{sizes=...}`: cache-level tile sizes of a kernel's loops (0 keeps a loop untiled)."""
+"""`tile{sizes=...}`: cache-level tile sizes of a kernel's loops (0 keeps a loop untiled).
+
+A size is 0..2**31; one past its loop's extent is clamped to the extent (the loop stays untiled).
+"""
 
 from __future__ import annotations
 
@@ -11,7 +14,14 @@ from xdsl.passes import ModulePass
 
 from dialects.sched import Schedule
 from passes.analysis.kernel_access import KernelInfo
-from passes.transforms.schedule_edit import divisors, edit_schedules, per_loop, spread
+from passes.transforms.schedule_edit import (
+    check_op_option,
+    check_per_loop_option,
+    divisors,
+    edit_schedules,
+    per_loop,
+    spread,
+)
 
 MAX_TILE_CANDIDATES = 8
 MIN_TILED_REDUCTION = 8
@@ -44,6 +54,10 @@ class TilePass(ModulePass):
         return out
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        check_per_loop_option(
+            self.name, "sizes", self.sizes, 0, " (0: untiled; a size past the loop's extent is cut to it)"
+        )
+        check_op_option(self.name, self.op)
         edit_schedules(
             op, self.kernel, self.name,
             lambda s, info: replace(s, tile=per_loop(self.sizes, info, "tile sizes")),

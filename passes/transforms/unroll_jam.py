@@ -16,7 +16,13 @@ from xdsl.passes import ModulePass
 
 from dialects.sched import Schedule
 from passes.analysis.kernel_access import KernelInfo
-from passes.transforms.schedule_edit import divisors, edit_schedules, per_loop
+from passes.transforms.schedule_edit import (
+    check_op_option,
+    check_per_loop_option,
+    divisors,
+    edit_schedules,
+    per_loop,
+)
 
 SMALL_REG = (1, 2, 3, 4, 6, 8)
 MAX_REG = 24
@@ -72,9 +78,18 @@ class UnrollJamPass(ModulePass):
             unrolls = [1]
         return RegisterTileSpace(scalar, vector, unrolls)
 
+    def _edit(self, s: Schedule, info: KernelInfo) -> Schedule:
+        factors = per_loop(self.factors, info, "unroll factors")
+        if s.vector >= 0 and factors[s.vector] % s.width:
+            raise ValueError(
+                f"option 'factors': {factors[s.vector]} (loop {s.vector}, the vector loop: it counts elements) "
+                f"is not a multiple of the vector width {s.width}"
+            )
+        return replace(s, unroll=factors)
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        edit_schedules(
-            op, self.kernel, self.name,
-            lambda s, info: replace(s, unroll=per_loop(self.factors, info, "unroll factors")),
-            self.op,
+        check_per_loop_option(
+            self.name, "factors", self.factors, 1, " (a factor past the loop's extent is cut to it)"
         )
+        check_op_option(self.name, self.op)
+        edit_schedules(op, self.kernel, self.name, self._edit, self.op)

@@ -137,3 +137,55 @@ def test_wrong_result_and_compile_error_are_recorded(runner: Runner) -> None:
     assert results[1].error_kind == "compile_error"
     assert "expected 3 tile sizes" in results[1].error
     assert results[2].error_kind is None, results[2].error
+
+
+def _task(key: str, kernel_ir: str = matmul_ir()) -> Task:
+    return Task(workload_key=key, kernel_ir=kernel_ir, weight=1, flops=2.0 * M * N * K, name=key, anchor=0)
+
+
+def _fails_as_reference_error(results: list, reason: str) -> None:
+    for r in results:
+        assert r.error_kind == "reference_error", r
+        assert not r.ok and not r.costs
+        assert reason in r.error, r.error
+
+
+def test_a_crashing_reference_fails_every_candidate(runner: Runner) -> None:
+    # the task's own kernel (its default schedule is the reference) segfaults; the candidates'
+    # kernels are correct matmuls, but nothing can check them: none may count as correct
+    task = _task("test-measure-reference-crash", SEGFAULT_IR)
+    with pytest.warns(UserWarning, match="no reference output"):
+        results = measure(task, [[], SCHEDULED], repeat=1, kernel_irs=[matmul_ir(), matmul_ir()], runner=runner)
+    _fails_as_reference_error(results, "runtime_error: crashed")
+    again = measure(task, [SCHEDULED], repeat=1, kernel_irs=[matmul_ir()], runner=runner)  # cached
+    _fails_as_reference_error(again, "runtime_error: crashed")
+    assert measure(TASK, [SCHEDULED], repeat=1, runner=runner)[0].ok  # other tasks still measure
+
+
+def test_a_reference_that_does_not_compile_fails_every_candidate(
+    runner: Runner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import autotune.measure as measure_mod
+
+    monkeypatch.setattr(measure_mod, "REFERENCE_PASSES", ["tile{sizes=4,4}"])
+    with pytest.warns(UserWarning, match="no reference output"):
+        results = measure(_task("test-measure-reference-compile-error"), [[], SCHEDULED, ["tile{sizes=1}"]], runner=runner)
+    _fails_as_reference_error(results[:2], "compile_error: CompileError: pass 'tile' failed")
+    assert results[2].error_kind == "compile_error"  # its own fault, said as such
+
+
+def test_a_reference_that_hangs_fails_every_candidate(runner: Runner, monkeypatch: pytest.MonkeyPatch) -> None:
+    import autotune.measure as measure_mod
+
+    monkeypatch.setattr(measure_mod, "_START_TIMEOUT_S", 1.0)
+    task = _task("test-measure-reference-hang", HANG_IR)
+    with pytest.warns(UserWarning, match="no reference output"):
+        results = measure(task, [[]], repeat=1, timeout_s=1.0, kernel_irs=[matmul_ir()], runner=runner)
+    _fails_as_reference_error(results, "timeout")
+
+
+def test_a_kernel_without_a_signature_is_a_reference_error_not_an_exception(runner: Runner) -> None:
+    scalar_arg = matmul_ir().replace("func.func @kernel(%a", "func.func @kernel(%n: i32, %a")
+    with pytest.warns(UserWarning, match="no reference output"):
+        results = measure(_task("test-measure-reference-signature", scalar_arg), [[]], kernel_irs=[matmul_ir()], runner=runner)
+    _fails_as_reference_error(results, "is not a memref")

@@ -222,6 +222,162 @@ def test_unwritable_output(capsys: pytest.CaptureFixture[str], tiny: Path, tmp_p
     assert_user_error(result, f"cannot write output file {out}: No such file or directory")
 
 
+def _failing_open(monkeypatch: pytest.MonkeyPatch, path: Path, err: int) -> None:
+    """Make compiler.cli's open() of `path` fail with errno `err` (tests run as root, so a
+    chmod would not stop them)."""
+    import builtins
+    import errno
+    import os
+
+    import compiler.cli as cli
+
+    def fake_open(file, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
+        if os.fspath(file) == str(path):
+            raise OSError(err, os.strerror(err), str(path))
+        return builtins.open(file, *args, **kwargs)
+
+    assert err in errno.errorcode
+    monkeypatch.setattr(cli, "open", fake_open, raising=False)
+
+
+@pytest.mark.parametrize("threads", ["0", "1025", str(2**40)])
+def test_threads_out_of_range(capsys: pytest.CaptureFixture[str], tiny: Path, threads: str) -> None:
+    """Before compiling: the default-schedule pass would reject it later, less clearly."""
+    message = "at least 1" if threads == "0" else "at most 1024, the thread pool's limit"
+    for argv in (["compile", str(tiny), "--emit", "loops"], ["bench", str(tiny)]):
+        assert_user_error(call(capsys, *argv, "--threads", threads), f"--threads must be {message} (got {threads})")
+
+
+def test_bench_missing_model_file(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """Regression: `bench` loaded the model itself and died with an internal FileNotFoundError."""
+    assert_user_error(call(capsys, "bench", str(tmp_path / "nope.onnx")), f"model file not found: {tmp_path / 'nope.onnx'}")
+    assert_user_error(call(capsys, "bench", str(tmp_path)), f"model file {tmp_path} is a directory")
+
+
+def test_bench_model_file(capsys: pytest.CaptureFixture[str], tiny: Path) -> None:
+    """`bench` loads a model file through the frontend's loader, as `compile` and `run` do."""
+    import json
+
+    rc, out, err = call(capsys, "bench", str(tiny), "--seconds", "0.05", "--json")
+    assert rc == 0, err
+    result = json.loads(out)
+    assert result["model"] == "tiny" and result["max_abs_err"] == 0.0
+
+
+@pytest.mark.parametrize("command", ["bench", "run", "compile"])
+def test_unreadable_model_file(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tiny: Path, tmp_path: Path, command: str
+) -> None:
+    import errno
+
+    _failing_open(monkeypatch, tiny, errno.EACCES)
+    inputs = npz(tmp_path / "in.npz", x=np.zeros((1, 3, 4, 4), np.float32))
+    argv = {"bench": ["bench", str(tiny)], "compile": ["compile", str(tiny), "--emit", "graph"],
+            "run": ["run", str(tiny), "--inputs", str(inputs), "--output", str(tmp_path / "out.npz")]}[command]
+    assert_user_error(call(capsys, *argv), f"cannot read model file {tiny}: Permission denied")
+
+
+def test_unreadable_inputs_file(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tiny: Path, tmp_path: Path
+) -> None:
+    import errno
+
+    inputs = npz(tmp_path / "in.npz", x=np.zeros((1, 3, 4, 4), np.float32))
+    _failing_open(monkeypatch, inputs, errno.EIO)
+    assert_user_error(run_tiny(capsys, tiny, inputs, tmp_path), f"cannot read inputs file {inputs}: Input/output error")
+
+
+def test_output_under_a_file_or_onto_a_directory(capsys: pytest.CaptureFixture[str], tiny: Path, tmp_path: Path) -> None:
+    inputs = npz(tmp_path / "in.npz", x=np.zeros((1, 3, 4, 4), np.float32))
+    (tmp_path / "file.txt").write_text("")
+    for out, why in [(tmp_path / "file.txt" / "out.npz", "Not a directory"), (tmp_path, "Is a directory")]:
+        result = call(capsys, "run", str(tiny), "--inputs", str(inputs), "--output", str(out))
+        assert_user_error(result, f"cannot write output file {out}: {why}")
+        result = call(capsys, "compile", str(tiny), "--emit", "graph", "-o", str(out))
+        assert_user_error(result, f"cannot write output file {out}: {why}")
+    assert not (tmp_path.parent / f"{tmp_path.name}.npz").exists()  # numpy's suffix: not added
+
+
+def test_run_output_is_written_exactly_where_named(capsys: pytest.CaptureFixture[str], tiny: Path, tmp_path: Path) -> None:
+    """Regression: np.savez(path) appended `.npz`, so `--output out` wrote out.npz (and
+    `--output /dev/full` succeeded by creating /dev/full.npz)."""
+    x = np.ones((1, 3, 4, 4), np.float32)
+    out = tmp_path / "result"
+    rc, stdout, err = call(capsys, "run", str(tiny), "--inputs", str(npz(tmp_path / "in.npz", x=x)), "--output", str(out))
+    assert rc == 0, err
+    assert f"-> {out}" in stdout and not (tmp_path / "result.npz").exists()
+    with np.load(out) as data:
+        np.testing.assert_array_equal(data["y"], x)
+
+
+@pytest.mark.parametrize("command", ["run", "compile"])
+def test_full_disk_leaves_no_partial_output(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tiny: Path, tmp_path: Path, command: str
+) -> None:
+    import builtins
+    import errno
+
+    import compiler.cli as cli
+
+    out = tmp_path / "out.bin"
+
+    class FullDisk:
+        """The output file on a disk that fills up after its first few bytes."""
+
+        def __init__(self, f) -> None:  # noqa: ANN001
+            self._f = f
+
+        def __getattr__(self, name: str):  # noqa: ANN204
+            return getattr(self._f, name)
+
+        def __enter__(self) -> FullDisk:
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            self._f.close()
+
+        def write(self, data) -> int:  # noqa: ANN001
+            self._f.write(bytes(data)[:3])
+            self._f.flush()
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+    def fake_open(file, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
+        f = builtins.open(file, *args, **kwargs)
+        return FullDisk(f) if str(file) == str(out) else f
+
+    monkeypatch.setattr(cli, "open", fake_open, raising=False)
+    inputs = npz(tmp_path / "in.npz", x=np.zeros((1, 3, 4, 4), np.float32))
+    argv = ["run", str(tiny), "--inputs", str(inputs), "--output", str(out)] if command == "run" else [
+        "compile", str(tiny), "--emit", "graph", "-o", str(out)]
+    assert_user_error(call(capsys, *argv), f"cannot write output file {out}: No space left on device")
+    assert not out.exists()
+
+
+def test_read_only_output(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tiny: Path, tmp_path: Path) -> None:
+    import errno
+
+    out = tmp_path / "ro" / "out.ll"
+    _failing_open(monkeypatch, out, errno.EROFS)
+    result = call(capsys, "compile", str(tiny), "--emit", "graph", "-o", str(out))
+    assert_user_error(result, f"cannot write output file {out}: Read-only file system")
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+@pytest.mark.parametrize("command", ["run", "compile"])
+def test_dev_full(tiny: Path, tmp_path: Path, command: str) -> None:
+    """A really full device, as an output file and as standard output."""
+    inputs = npz(tmp_path / "in.npz", x=np.zeros((1, 3, 4, 4), np.float32))
+    argv = ["run", str(tiny), "--inputs", str(inputs), "--output"] if command == "run" else [
+        "compile", str(tiny), "--emit", "graph", "-o"]
+    r = run_cli(*argv, "/dev/full")
+    assert (r.returncode, r.stderr) == (1, "ziggurat: error: cannot write output file /dev/full: No space left on device\n")
+    assert Path("/dev/full").exists() and not Path("/dev/full.npz").exists()
+    with open("/dev/full", "w") as full:
+        r = subprocess.run([*ziggurat_cmd(), *argv[:-1]] if command == "compile" else [*ziggurat_cmd(), *argv, str(tmp_path / "o.npz")],
+                           stdout=full, stderr=subprocess.PIPE, text=True, cwd=REPO, timeout=300)
+    assert (r.returncode, r.stderr) == (1, "ziggurat: error: cannot write to standard output: No space left on device\n")
+
+
 # -- --input-shape and --emit -----------------------------------------------------------------
 
 

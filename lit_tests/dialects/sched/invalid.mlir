@@ -54,3 +54,24 @@ func.func @zero_unroll() attributes {s = #sched.schedule<tile = [0, 0], order = 
 func.func @missing_field() attributes {s = #sched.schedule<tile = [0], order = [0], unroll = [1], vector = -1>} {
   func.return
 }
+
+// -----
+
+// expected-error@+1 {{invalid #sched.schedule: tile sizes and unroll factors must be at most 2**31 = 2147483648}}
+func.func @absurd_tile() attributes {s = #sched.schedule<tile = [0, 1099511627776], order = [0, 1], unroll = [1, 1], vector = -1, width = 1>} {
+  func.return
+}
+
+// -----
+
+// expected-error@+1 {{invalid #sched.schedule: width = 0 is out of range 1..64}}
+func.func @zero_width() attributes {s = #sched.schedule<tile = [0, 0], order = [0, 1], unroll = [1, 1], vector = -1, width = 0>} {
+  func.return
+}
+
+// -----
+
+// expected-error@+1 {{invalid #sched.schedule: width = 128 is out of range 1..64}}
+func.func @absurd_width() attributes {s = #sched.schedule<tile = [0, 0], order = [0, 1], unroll = [1, 128], vector = 1, width = 128>} {
+  func.return
+}

@@ -1,5 +1,12 @@
 // RUN: ziggurat-opt %s -p 'autotune{db="%S/Inputs/autotune-db.jsonl"}' | filecheck %s
 // RUN: not ziggurat-opt %s -p 'autotune{db="%S/Inputs/no-such-db.jsonl"}' 2>&1 | filecheck %s --check-prefix=MISSING
+// RUN: not ziggurat-opt %s -p 'autotune{db="%S/Inputs/autotune-db.jsonl" trials=-1}' 2>&1 | filecheck %s --check-prefix=TRIALS
+// RUN: not ziggurat-opt %s -p 'autotune{db="%S/Inputs/autotune-db.jsonl" trials=1099511627776}' 2>&1 | filecheck %s --check-prefix=TRIALS
+// RUN: not ziggurat-opt %s -p 'autotune{db="%S/Inputs/autotune-db.jsonl" threads=0}' 2>&1 | filecheck %s --check-prefix=THREADS
+// RUN: not ziggurat-opt %s -p 'autotune{db="%S/Inputs/autotune-db.jsonl" tuner="best"}' 2>&1 | filecheck %s --check-prefix=TUNER
+// TRIALS:  error: autotune: option 'trials': {{-1|1099511627776}} is out of range; allowed: 0..1000000
+// THREADS: error: autotune: option 'threads': 0 is out of range; allowed: 1..1024
+// TUNER:   error: autotune: option 'tuner': unknown tuner 'best' (available: xgb, random)
 
 // `autotune{db=...}` gives each kernel the config of its task's best usable record, replayed as
 // schedule passes on that kernel's anchor generic; a kernel without a record keeps no schedule

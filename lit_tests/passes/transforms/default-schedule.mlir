@@ -1,5 +1,8 @@
 // RUN: ziggurat-opt %s -p 'default-schedule{width=16}' | filecheck %s
 // RUN: ziggurat-opt %s -p 'default-schedule{width=8}' | filecheck %s --check-prefix=AVX2
+// RUN: not ziggurat-opt %s -p 'default-schedule{width=65}' 2>&1 | filecheck %s --check-prefix=WIDTH
+// RUN: not ziggurat-opt %s -p 'default-schedule{width=-1}' 2>&1 | filecheck %s --check-prefix=WIDTH
+// WIDTH: error: default-schedule: option 'width': {{65|-1}} is out of range; allowed: 0..64 (0: the host CPU's widest)
 // The analytic default schedule of each kernel kind; `width` pins the vector width so the
 // output does not depend on the host CPU.
 

@@ -3,6 +3,7 @@
 // RUN: not ziggurat-opt %s -p 'interchange{order=1,0}' 2>&1 | filecheck %s --check-prefix=COUNT
 // RUN: not ziggurat-opt %s -p 'interchange{order=0,0,1}' 2>&1 | filecheck %s --check-prefix=PERM
 // RUN: not ziggurat-opt %s -p 'interchange{order=0,1,2 kernel=nope}' 2>&1 | filecheck %s --check-prefix=NOPE
+// RUN: not ziggurat-opt %s -p 'interchange{order=0,1,5}' 2>&1 | filecheck %s --check-prefix=OUT
 // `interchange` only rewrites the loop order of the schedule; the other fields are kept.
 // CHECK-LABEL: func.func @matmul
 // CHECK:       sched.schedule = #sched.schedule<tile = [0, 0, 0], order = [1, 0, 2], unroll = [8, 32, 1], vector = 1, width = 16>
@@ -16,7 +17,8 @@
 // ONE:       sched.schedule = #sched.schedule<tile = [0, 0, 0], order = [0, 1, 2], unroll = [8, 32, 1], vector = 1, width = 16>
 
 // COUNT: error: interchange: expected 3 loop positions (one per loop), got 2
-// PERM:  error: interchange: order [0, 0, 1] is not a permutation of 3 loops
+// PERM:  error: interchange: option 'order': 0,0,1 is not a permutation of the kernel's 3 loops (each of 0..2 once, outermost first)
+// OUT:   error: interchange: option 'order': 0,1,5 is not a permutation of the kernel's 3 loops
 // NOPE:  error: interchange: no kernel named 'nope'
 
 #a = affine_map<(i, j, k) -> (i, k)>

@@ -2,6 +2,8 @@
 // RUN: ziggurat-opt %s -p 'pack{operands=1},pack' | filecheck %s --check-prefix=OFF
 // RUN: ziggurat-opt %s -p 'pack{operands=1},convert-linalg-to-loops{fuse=false}' | filecheck %s --check-prefix=LOOPS
 // RUN: not ziggurat-opt %s -p 'pack{operands=2}' 2>&1 | filecheck %s --check-prefix=OUT
+// RUN: not ziggurat-opt %s -p 'pack{operands=-1}' 2>&1 | filecheck %s --check-prefix=NEG
+// RUN: not ziggurat-opt %s -p 'pack{operands=1,1}' 2>&1 | filecheck %s --check-prefix=TWICE
 // `pack` lists the operands whose cache-tile box is copied into a contiguous panel (printed only
 // when set). Here B's 32 x 32 box (k tile x n tile) becomes a 1024-element stack panel, filled at
 // the start of each innermost cache tile and read with vector loads.
@@ -24,7 +26,9 @@
 // LOOPS:      vector.load %[[PANEL]][%{{.*}}] : memref<1024xf32>, vector<16xf32>
 // LOOPS-NOT:  vector.load %b
 
-// OUT: error: pack: operand 2 cannot be packed (only input memrefs of the kernel, 0..1)
+// OUT:   error: pack: option 'operands': 2 is out of range; allowed: 0..1 (the kernel's inputs; only inputs can be packed)
+// NEG:   error: pack: option 'operands': -1 is out of range; allowed: an input operand of the kernel (0, 1, ...)
+// TWICE: error: pack: option 'operands': 1,1 names an operand twice
 #a = affine_map<(i, j, k) -> (i, k)>
 #b = affine_map<(i, j, k) -> (k, j)>
 #c = affine_map<(i, j, k) -> (i, j)>

@@ -3,6 +3,10 @@
 // RUN: ziggurat-opt %s -p 'default-schedule{threads=4 width=16}' | filecheck %s --check-prefix=DEFAULT
 // RUN: ziggurat-opt %s -p 'parallelize{loops=2},convert-linalg-to-loops' | filecheck %s --check-prefix=LOOPS
 // RUN: not ziggurat-opt %s -p 'parallelize{loops=3}' 2>&1 | filecheck %s --check-prefix=RED
+// RUN: not ziggurat-opt %s -p 'parallelize{loops=4}' 2>&1 | filecheck %s --check-prefix=MANY
+// RUN: not ziggurat-opt %s -p 'parallelize{loops=-1}' 2>&1 | filecheck %s --check-prefix=NEG
+// RUN: not ziggurat-opt %s -p 'default-schedule{threads=0}' 2>&1 | filecheck %s --check-prefix=THREADS
+// RUN: not ziggurat-opt %s -p 'default-schedule{threads=1099511627776}' 2>&1 | filecheck %s --check-prefix=THREADS
 // `parallelize` sets how many outermost loops of the order run across threads; `parallel` is
 // printed only when nonzero. The full cache tiles of those loops form one scf.parallel.
 
@@ -23,6 +27,10 @@
 // LOOPS-NEXT:  ^{{.*}}(%[[I:.*]]: index, %[[J:.*]]: index):
 // LOOPS:       scf.for %{{.*}} = %[[I]] to
 // LOOPS:       scf.reduce
+
+// MANY: error: parallelize: option 'loops': 4 is out of range; allowed: 0..3 (the kernel has 3 loops)
+// NEG:  error: parallelize: option 'loops': -1 is out of range; allowed: 0 (sequential) up to the kernel's number of loops
+// THREADS: error: default-schedule: option 'threads': {{0|1099511627776}} is out of range; allowed: 1..1024
 
 // RED: error: parallelize: loop 2 is a reduction: only the outermost parallel loops can run across threads (order [0, 1, 2], parallel = 3)
 

@@ -4,6 +4,9 @@
 // RUN: not ziggurat-opt %s -p 'vectorize{dim=2 width=8}' 2>&1 | filecheck %s --check-prefix=RED
 // RUN: not ziggurat-opt %s -p 'vectorize{dim=3 width=8}' 2>&1 | filecheck %s --check-prefix=RANGE
 // RUN: not ziggurat-opt %s -p 'vectorize{dim=0 width=8 kernel=nope}' 2>&1 | filecheck %s --check-prefix=NOPE
+// RUN: not ziggurat-opt %s -p 'vectorize{dim=-2}' 2>&1 | filecheck %s --check-prefix=NEGDIM
+// RUN: not ziggurat-opt %s -p 'vectorize{dim=0 width=-4}' 2>&1 | filecheck %s --check-prefix=WIDTH
+// RUN: not ziggurat-opt %s -p 'vectorize{dim=0 width=1099511627776}' 2>&1 | filecheck %s --check-prefix=WIDTH
 // `vectorize` sets the vector loop and width, and rounds that loop's register tile up to a
 // multiple of the width (at least one vector).
 // CHECK-LABEL: func.func @matmul
@@ -22,7 +25,9 @@
 // SCALAR:       sched.schedule = #sched.schedule<tile = [0, 0, 0], order = [0, 1, 2], unroll = [8, 32, 1], vector = -1, width = 1>
 
 // RED:   error: vectorize: loop 2 cannot be vectorized (a reduction, or an index/gather in the body)
-// RANGE: error: vectorize: loop 3 does not exist (the kernel has 3)
+// RANGE: error: vectorize: option 'dim': loop 3 does not exist; allowed: -1..2 (-1: scalar code; the kernel has 3 loops)
+// NEGDIM: error: vectorize: option 'dim': -2 is out of range; allowed: -1 (scalar code) or a loop of the kernel
+// WIDTH: error: vectorize: option 'width': {{-4|1099511627776}} is out of range; allowed: 0..64 (0: the host CPU's widest)
 // NOPE:  error: vectorize: no kernel named 'nope'
 
 #a = affine_map<(i, j, k) -> (i, k)>

@@ -191,7 +191,7 @@ def test_default_schedule_vectorizes_matmul_with_register_tile() -> None:
         (["tile{sizes=4,4}"], "tile: expected 3 tile sizes (one per loop), got 2"),
         (["interchange{order=0,0,1}"], "not a permutation"),
         (["vectorize{dim=2}"], "loop 2 cannot be vectorized"),
-        (["vectorize{dim=1 width=16}", "unroll-jam{factors=1,8,1}"], "multiple of the width"),
+        (["vectorize{dim=1 width=16}", "unroll-jam{factors=1,8,1}"], "not a multiple of the vector width 16"),
         (["tile{sizes=4,4,4 kernel=nope}"], "no kernel named 'nope'"),
     ],
 )

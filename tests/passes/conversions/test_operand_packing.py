@@ -85,7 +85,7 @@ def test_fused_and_parallel_packed() -> None:
 @pytest.mark.parametrize(
     "passes,message",
     [
-        (["default-schedule", "pack{operands=2}"], "operand 2 cannot be packed"),
+        (["default-schedule", "pack{operands=2}"], "option 'operands': 2 is out of range; allowed: 0..1"),
         (["default-schedule", "tile{sizes=0,0,0}", "pack{operands=1}"], "exceeds 32768"),
     ],
 )

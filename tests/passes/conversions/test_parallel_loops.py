@@ -116,7 +116,7 @@ def test_fused_kernel_parallel(threads: int) -> None:
     "passes,message",
     [
         (["default-schedule", "parallelize{loops=3}"], "only the outermost parallel loops can run across threads"),
-        (["default-schedule", "parallelize{loops=4}"], "parallel = 4 is not a number of loops in 0..3"),
+        (["default-schedule", "parallelize{loops=4}"], "option 'loops': 4 is out of range; allowed: 0..3"),
     ],
 )
 def test_bad_parallelize(passes: list[str], message: str) -> None:
