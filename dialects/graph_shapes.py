@@ -298,6 +298,9 @@ def batch_norm(x: Shape, params: Sequence[Shape]) -> Shape:
 
 def reshape_target(x: Shape, shape: Sequence[int], allowzero: int = 0) -> Shape:
     """ONNX Reshape target: 0 copies the input dim (unless allowzero), one -1 is inferred."""
+    if not allowzero and any(d == 0 for d in shape[len(x):]):
+        raise ShapeError(f"reshape shape {list(shape)} copies (with 0) a dimension beyond the "
+                         f"input's rank {len(x)}")
     out = [x[i] if d == 0 and not allowzero else d for i, d in enumerate(shape)]
     if out.count(-1) > 1:
         raise ShapeError("reshape shape may contain at most one -1")

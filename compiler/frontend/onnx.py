@@ -10,8 +10,10 @@ numbers when a converter needs them; they become `graph.constant` only where an 
 from __future__ import annotations
 
 import math
+import os
 import re
-from collections.abc import Callable, Sequence
+import stat
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,20 +23,90 @@ from onnx import helper, numpy_helper
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, ModuleOp, StringAttr, TensorType, f32
 from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.utils.exceptions import VerifyException
 
 from compiler.frontend.errors import FrontendError
 from dialects import graph as g
 from dialects import graph_shapes as S
 
-__all__ = ["CONVERTERS", "FrontendError", "import_onnx"]
+__all__ = ["CONVERTERS", "MAX_ELEMENTS", "MAX_FOLDED_ELEMENTS", "FrontendError", "import_onnx"]
 
 MIN_OPSET = 11
+MAX_ELEMENTS = 2**31
+"""The most elements a tensor may have (declared, stored or computed); checked before any
+allocation, so a declared 2**40 dimension is an error, not an exhausted machine."""
+MAX_FOLDED_ELEMENTS = 2**28
+"""The most elements of a value computed at import time (constant folding): such a value is
+held in memory and then written into the IR."""
 Value = SSAValue | np.ndarray
 
 
 def _hint(name: str) -> str | None:
-    hint = re.sub(r"\W", "_", name).strip("_")
+    """An SSA name hint from an ONNX name: MLIR allows only [A-Za-z0-9_$.-] (ASCII)."""
+    hint = re.sub(r"[^A-Za-z0-9_$.-]", "_", name).strip("_")
     return hint if hint and not hint[0].isdigit() else None
+
+
+def _check_elements(shape: Sequence[int], what: str, limit: int = MAX_ELEMENTS) -> None:
+    """Refuse a tensor of more than `limit` elements (before anything of that size exists)."""
+    n = math.prod(int(d) for d in shape)
+    if n > limit:
+        raise FrontendError(
+            f"{what} has shape {[int(d) for d in shape]} ({n} elements), over the limit of "
+            f"2**{limit.bit_length() - 1} = {limit} elements per tensor")
+
+
+# element type -> numpy type, for the tensor types the frontend accepts in initializers
+_TENSOR_TYPES: dict[int, type] = {
+    onnx.TensorProto.FLOAT: np.float32, onnx.TensorProto.DOUBLE: np.float64,
+    onnx.TensorProto.FLOAT16: np.float16, onnx.TensorProto.BOOL: np.bool_,
+    onnx.TensorProto.INT8: np.int8, onnx.TensorProto.INT16: np.int16,
+    onnx.TensorProto.INT32: np.int32, onnx.TensorProto.INT64: np.int64,
+    onnx.TensorProto.UINT8: np.uint8, onnx.TensorProto.UINT16: np.uint16,
+    onnx.TensorProto.UINT32: np.uint32, onnx.TensorProto.UINT64: np.uint64,
+}
+# where a tensor without raw_data keeps its values (one per element for these types)
+_DATA_FIELDS = {onnx.TensorProto.FLOAT: "float_data", onnx.TensorProto.DOUBLE: "double_data",
+                onnx.TensorProto.INT64: "int64_data", onnx.TensorProto.UINT32: "uint64_data",
+                onnx.TensorProto.UINT64: "uint64_data"}
+
+
+def _type_name(elem_type: int) -> str:
+    try:
+        return onnx.TensorProto.DataType.Name(elem_type)
+    except ValueError:
+        return f"<unknown data type {elem_type}>"
+
+
+def tensor_array(t: onnx.TensorProto, what: str) -> np.ndarray:
+    """The value of a TensorProto, once its type, dims and data are checked to agree."""
+    name = _type_name(t.data_type)
+    if t.data_type not in _TENSOR_TYPES:
+        raise FrontendError(f"{what} has element type {name}, which is not supported")
+    dims = [int(d) for d in t.dims]
+    if any(d < 0 for d in dims):
+        raise FrontendError(f"{what} has a negative dimension: dims {dims}")
+    _check_elements(dims, what)
+    if t.data_location == onnx.TensorProto.EXTERNAL:
+        raise FrontendError(f"{what} keeps its data in an external file; load the model from "
+                            "its path so the file can be found (and checked)")
+    n = math.prod(dims)
+    dtype = np.dtype(_TENSOR_TYPES[t.data_type])
+    if t.HasField("raw_data"):
+        if len(t.raw_data) != n * dtype.itemsize:
+            raise FrontendError(
+                f"{what} has {len(t.raw_data)} bytes of raw_data, but dims {dims} of {name} "
+                f"need {n * dtype.itemsize}")
+    else:
+        field = _DATA_FIELDS.get(t.data_type, "int32_data")
+        have = len(getattr(t, field))
+        if have != n:
+            raise FrontendError(
+                f"{what} has {have} values in {field}, but dims {dims} need {n}")
+    try:
+        return np.asarray(numpy_helper.to_array(t), dtype=dtype)
+    except (ValueError, TypeError, OverflowError) as e:
+        raise FrontendError(f"{what} has data that cannot be decoded: {e}") from e
 
 
 class Importer:
@@ -53,6 +125,10 @@ class Importer:
     # -- values ---------------------------------------------------------------------------
 
     def emit(self, op: Operation) -> Operation:
+        try:  # here, a failure still knows its node
+            op.verify()
+        except VerifyException as e:
+            raise self.error(f"invalid {op.name}: {' '.join(str(e).split())}") from e
         self.block.add_op(op)
         return op
 
@@ -61,7 +137,10 @@ class Importer:
 
     def lookup(self, name: str) -> Value:
         if name not in self.values:
-            raise FrontendError(f"value '{name}' is used but not produced by any supported output")
+            if name == "":
+                raise self.error("a required input is missing (given as the empty name '')")
+            raise self.error(f"input '{name}' is not defined: no graph input, initializer or "
+                             "earlier node output has this name")
         return self.values[name]
 
     def const(self, name: str) -> np.ndarray | None:
@@ -77,13 +156,32 @@ class Importer:
                 "a constant (computable at import time)")
         return v
 
+    def int_input(self, node: onnx.NodeProto, i: int, what: str) -> list[int]:
+        """A constant 1-D integer input: a shape, axes, pads, split sizes, slice bounds."""
+        v = self.const_input(node, i, what)
+        if not np.issubdtype(v.dtype, np.integer) or v.ndim > 1:
+            raise self.error(f"input {what} ('{node.input[i]}') must be a 1-D integer tensor, "
+                             f"got {v.dtype} of shape {list(v.shape)}")
+        return [int(x) for x in v.reshape(-1)]
+
+    def scalar_input(self, node: onnx.NodeProto, i: int, what: str) -> float:
+        """A constant input holding one number (Clip's min, Pad's value, Dropout's ratio)."""
+        v = self.const_input(node, i, what)
+        if v.size != 1 or not (np.issubdtype(v.dtype, np.number) or v.dtype == np.bool_):
+            raise self.error(f"input {what} ('{node.input[i]}') must hold one number, got "
+                             f"{v.dtype} of shape {list(v.shape)}")
+        return float(v.reshape(-1)[0])
+
     def value(self, name: str, dtype: type | None = np.float32) -> SSAValue:
         """The SSA value of `name`, materializing a constant (as `dtype`) if needed."""
         v = self.lookup(name)
         if isinstance(v, SSAValue):
             return v
         numeric = np.issubdtype(v.dtype, np.number) or v.dtype == np.bool_
-        arr = v.astype(dtype) if dtype is not None and numeric else v
+        if not numeric or np.issubdtype(v.dtype, np.complexfloating):
+            raise self.error(f"value '{name}' has element type {v.dtype}; only numbers and "
+                             "booleans are supported")
+        arr = v.astype(dtype) if dtype is not None else v
         op = self.emit(g.ConstantOp(arr))
         if (h := _hint(name)) is not None:
             op.results[0].name_hint = h
@@ -106,14 +204,22 @@ class Importer:
         where = f"{node.op_type} node '{self.label}': " if node is not None else ""
         return FrontendError(where + msg)
 
+    def check_elements(self, shape: Sequence[int], what: str,
+                       limit: int = MAX_ELEMENTS) -> None:
+        try:
+            _check_elements(shape, what, limit)
+        except FrontendError as e:
+            raise self.error(str(e)) from None
+
     # -- driver ---------------------------------------------------------------------------
 
     def run(self) -> ModuleOp:
         if self.opset < MIN_OPSET:
             raise FrontendError(f"ONNX opset {self.opset} is not supported (need >= {MIN_OPSET})")
+        _check_names(self.graph)
         self._check_supported()
         for init in self.graph.initializer:
-            self.values[init.name] = numpy_helper.to_array(init)
+            self.values[init.name] = tensor_array(init, f"initializer '{init.name}'")
         for sinit in self.graph.sparse_initializer:
             raise FrontendError(f"sparse initializer '{sinit.values.name}' is not supported")
         arg_types, arg_names = self._inputs()
@@ -124,8 +230,15 @@ class Importer:
                 arg.name_hint = h
         for i, node in enumerate(self.graph.node):
             self.node, self.label = node, node.name or f"#{i}"
+            _check_node(self, node)
             self._convert(node)
         self.node = None
+        if not self.graph.output:
+            raise FrontendError("the model's graph has no outputs")
+        for o in self.graph.output:
+            if o.name not in self.values:
+                raise FrontendError(f"graph output '{o.name}' is not produced by any node, "
+                                    "initializer or graph input")
         results = [self.value(o.name) for o in self.graph.output]
         for o, r in zip(self.graph.output, results, strict=True):
             # the compiled signature is float32 only: any other result type would make the
@@ -133,7 +246,7 @@ class Importer:
             if not isinstance(r.type, TensorType) or r.type.element_type != f32:
                 raise FrontendError(f"model output '{o.name}' has type {r.type}; only float32 "
                                     "outputs are supported")
-        self.emit(func.ReturnOp(*results))
+        self.block.add_op(func.ReturnOp(*results))  # verified with its function
 
         def names(ns: Sequence[str]) -> ArrayAttr[DictionaryAttr]:
             return ArrayAttr([DictionaryAttr({"ziggurat.name": StringAttr(n)}) for n in ns])
@@ -173,7 +286,7 @@ class Importer:
         for inp in inputs:
             tt = inp.type.tensor_type
             if not inp.type.HasField("tensor_type") or tt.elem_type != onnx.TensorProto.FLOAT:
-                et = onnx.TensorProto.DataType.Name(tt.elem_type) if inp.type.HasField(
+                et = _type_name(tt.elem_type) if inp.type.HasField(
                     "tensor_type") else "non-tensor"
                 raise FrontendError(
                     f"model input '{inp.name}' has element type {et}; only float32 inputs "
@@ -205,6 +318,7 @@ class Importer:
                         raise FrontendError(
                             f"input '{inp.name}' has unknown dimension {k}{sym}; pass its shape "
                             "in input_shapes")
+            _check_elements(shape, f"input '{inp.name}'")
             types.append(TensorType(f32, shape))
             names.append(inp.name)
         return types, names
@@ -219,6 +333,8 @@ class Importer:
         except S.ShapeError as e:
             raise self.error(str(e)) from e
         for name, v in zip(node.output, outs, strict=False):
+            if isinstance(v, SSAValue):
+                self.check_elements(self.shape_of(v), f"output '{name}'")
             if isinstance(v, SSAValue) and 0 in self.shape_of(v):
                 raise self.error(f"output '{name}' would have the zero-size shape "
                                  f"{list(self.shape_of(v))}; zero-size tensors are not supported")
@@ -232,12 +348,130 @@ class Importer:
         from onnx.reference import ReferenceEvaluator
 
         feeds = {n: self.lookup(n) for n in node.input if n}
+        what = "output '{}' (computed at import time)"
+        for name, shape in _inferred_shapes(node, feeds, self.opset).items():
+            self.check_elements(shape, what.format(name), MAX_FOLDED_ELEMENTS)
         try:
             ev = ReferenceEvaluator(node, opsets={"": self.opset})
-            outs = ev.run(None, feeds)
+            outs = [np.asarray(o) for o in ev.run(None, feeds)]
         except Exception as e:  # any evaluator failure is a model problem
             raise self.error(f"constant folding failed: {e}") from e
-        return [np.asarray(o) for o in outs]
+        for name, o in zip(node.output, outs, strict=False):
+            self.check_elements(o.shape, what.format(name), MAX_FOLDED_ELEMENTS)
+        return outs
+
+
+def _inferred_shapes(node: onnx.NodeProto, feeds: dict[str, np.ndarray],
+                     opset: int) -> dict[str, list[int]]:
+    """The output shapes ONNX shape inference gives a node on constant inputs (those it can
+    tell), so that a fold that would allocate too much is refused before it runs."""
+    try:
+        schema = onnx.defs.get_schema(node.op_type, opset, "")
+        types = {n: helper.make_tensor_type_proto(helper.np_dtype_to_tensor_dtype(v.dtype),
+                                                  v.shape) for n, v in feeds.items()}
+        # the small integer inputs are the shape-like ones (ConstantOfShape's shape, pads, ...)
+        data = {n: numpy_helper.from_array(v, n) for n, v in feeds.items()
+                if v.size <= 64 and v.dtype.kind in "iu"}
+        outs = onnx.shape_inference.infer_node_outputs(
+            schema, node, types, data, opset_imports=[helper.make_opsetid("", opset)])
+    except Exception:  # no inference for this node: the evaluator reports what is wrong
+        return {}
+    shapes = {}
+    for name, tp in outs.items():
+        if tp.HasField("tensor_type") and tp.tensor_type.HasField("shape"):
+            dims = tp.tensor_type.shape.dim
+            if all(d.HasField("dim_value") for d in dims):
+                shapes[name] = [d.dim_value for d in dims]
+    return shapes
+
+
+def _check_names(graph: onnx.GraphProto) -> None:
+    """Every name must be text: protobuf hands out names that are not valid UTF-8 as bytes."""
+
+    def check(value: str | bytes, what: str) -> None:
+        if not isinstance(value, str):
+            raise FrontendError(f"{what} {value!r} is not valid UTF-8")
+
+    check(graph.name, "the graph name")
+    for v in [*graph.input, *graph.output, *graph.value_info, *graph.initializer]:
+        check(v.name, "the value name")
+    for i, node in enumerate(graph.node):
+        where = f"node #{i}"
+        for value, what in [(node.name, "name"), (node.op_type, "op type"),
+                            (node.domain, "domain")]:
+            check(value, f"{where}: the {what}")
+        label = node.name or f"#{i}"
+        for name in [*node.input, *node.output]:
+            check(name, f"{node.op_type} node '{label}': the value name")
+        for a in node.attribute:
+            check(a.name, f"{node.op_type} node '{label}': the attribute name")
+
+
+def _schema(op_type: str, opset: int) -> onnx.defs.OpSchema | None:
+    """The operator's schema at this opset, else its newest one (None if ONNX has none)."""
+    for version in (opset, onnx.defs.onnx_opset_version()):
+        try:
+            return onnx.defs.get_schema(op_type, version, "")
+        except onnx.defs.SchemaError:
+            continue
+    return None
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" + ("" if n == 1 else "s")
+
+
+_OPTIONAL = onnx.defs.OpSchema.FormalParameterOption.Optional
+_VARIADIC = onnx.defs.OpSchema.FormalParameterOption.Variadic
+
+
+def _check_node(imp: Importer, node: onnx.NodeProto) -> None:
+    """Inputs, outputs and attributes against the operator's schema, so converters can index
+    and decode them: a missing input or a wrongly typed attribute becomes a clear error."""
+    schema = _schema(node.op_type, imp.opset)
+    for a in node.attribute:
+        if a.ref_attr_name:
+            raise imp.error(f"attribute '{a.name}' refers to a function attribute "
+                            f"('{a.ref_attr_name}'), which a model graph cannot do")
+        if a.type == onnx.AttributeProto.UNDEFINED or a.type not in (
+                onnx.AttributeProto.AttributeType.values()):
+            raise imp.error(f"attribute '{a.name}' has no valid type")
+    seen = set()
+    for a in node.attribute:
+        if a.name in seen:
+            raise imp.error(f"attribute '{a.name}' is given twice")
+        seen.add(a.name)
+    if schema is None:
+        return
+    n_in = len(node.input)
+    if not schema.min_input <= n_in <= schema.max_input:
+        raise imp.error(f"has {_count(n_in, 'input')}; the operator takes {schema.min_input}"
+                        + (f" to {schema.max_input}" if schema.max_input != schema.min_input
+                           else ""))
+    for i, formal in enumerate(schema.inputs):
+        if formal.option in (_OPTIONAL, _VARIADIC) or i >= n_in:
+            continue
+        if node.input[i] == "":
+            raise imp.error(f"required input {i} ('{formal.name}') is missing (given as '')")
+    n_out = len(node.output)
+    if not schema.min_output <= n_out <= schema.max_output:
+        raise imp.error(f"has {_count(n_out, 'output')}; the operator has {schema.min_output}"
+                        + (f" to {schema.max_output}" if schema.max_output != schema.min_output
+                           else ""))
+    given = {a.name: a for a in node.attribute}
+    for name in given:
+        if name not in schema.attributes:
+            known = ", ".join(sorted(schema.attributes)) or "none"
+            raise imp.error(f"unknown attribute '{name}' (the operator's attributes: {known})")
+    for name, spec in schema.attributes.items():
+        a = given.get(name)
+        if a is None:
+            if spec.required:
+                raise imp.error(f"required attribute '{name}' is missing")
+            continue
+        if a.type != spec.type.value:
+            got = onnx.AttributeProto.AttributeType.Name(a.type)
+            raise imp.error(f"attribute '{name}' must be of type {spec.type.name}, got {got}")
 
 
 def attrs(node: onnx.NodeProto) -> dict[str, Any]:
@@ -245,7 +479,7 @@ def attrs(node: onnx.NodeProto) -> dict[str, Any]:
 
 
 def _s(v: Any) -> str:
-    return v.decode() if isinstance(v, bytes) else str(v)
+    return v.decode(errors="replace") if isinstance(v, bytes) else str(v)
 
 
 Converter = Callable[[Importer, onnx.NodeProto], Sequence[Value]]
@@ -312,9 +546,9 @@ def convert_clip(imp: Importer, node: onnx.NodeProto) -> list[Value]:
     a = attrs(node)  # opset < 11 used attributes; keep them as a fallback
     lo, hi = a.get("min", -math.inf), a.get("max", math.inf)
     if imp.has(node, 1):
-        lo = float(imp.const_input(node, 1, "min"))
+        lo = imp.scalar_input(node, 1, "min")
     if imp.has(node, 2):
-        hi = float(imp.const_input(node, 2, "max"))
+        hi = imp.scalar_input(node, 2, "max")
     return _res(imp.emit(g.ClipOp(imp.value(node.input[0]), min=lo, max=hi)))
 
 
@@ -322,7 +556,7 @@ def convert_clip(imp: Importer, node: onnx.NodeProto) -> list[Value]:
 def convert_cast(imp: Importer, node: onnx.NodeProto) -> list[Value]:
     to = attrs(node)["to"]
     if to != onnx.TensorProto.FLOAT:
-        raise imp.error(f"cast of a computed tensor to {onnx.TensorProto.DataType.Name(to)} is "
+        raise imp.error(f"cast of a computed tensor to {_type_name(to)} is "
                         "not supported (only to FLOAT)")
     return _res(imp.emit(g.CastOp(imp.value(node.input[0], dtype=None), to="f32")))
 
@@ -330,9 +564,8 @@ def convert_cast(imp: Importer, node: onnx.NodeProto) -> list[Value]:
 @converter("Dropout")
 def convert_dropout(imp: Importer, node: onnx.NodeProto) -> list[Value]:
     if imp.has(node, 2):  # opset 12+: training_mode input; inference (identity) unless true
-        training = bool(imp.const_input(node, 2, "training_mode").reshape(-1)[0])
-        ratio = float(imp.const_input(node, 1, "ratio").reshape(-1)[0]) if imp.has(
-            node, 1) else 0.5
+        training = bool(imp.scalar_input(node, 2, "training_mode"))
+        ratio = imp.scalar_input(node, 1, "ratio") if imp.has(node, 1) else 0.5
         if training and ratio != 0.0:
             raise imp.error("training_mode=1 (random dropout) is not supported (inference only)")
     if len(node.output) > 1 and node.output[1]:
@@ -351,7 +584,8 @@ def _auto_pad(mode: str, spatial: Sequence[int], kernel: Sequence[int], strides:
     if mode == "VALID":
         return [0] * (2 * len(spatial))
     if mode not in ("SAME_UPPER", "SAME_LOWER"):
-        raise FrontendError(f"unknown auto_pad {mode!r}")
+        raise S.ShapeError(f"unknown auto_pad {mode!r} (expected NOTSET, VALID, SAME_UPPER "
+                           "or SAME_LOWER)")
     begins, ends = [], []
     for n, k, s, d in zip(spatial, kernel, strides, dilations, strict=True):
         out = -(-n // s)
@@ -366,10 +600,14 @@ def _window(imp: Importer, node: onnx.NodeProto, kernel: Sequence[int]
             ) -> tuple[list[int], list[int], list[int]]:
     a = attrs(node)
     x = imp.shape(node.input[0])
-    if len(x) != 4 or len(kernel) != 2:
+    if len(x) != 4:
         raise imp.error(f"only 2-D (NCHW) inputs are supported, got rank {len(x)}")
     strides = list(a.get("strides", [1, 1]))
     dilations = list(a.get("dilations", [1, 1]))
+    for what, values in (("kernel_shape", kernel), ("strides", strides),
+                         ("dilations", dilations)):
+        if len(values) != 2 or min(values) < 1:
+            raise imp.error(f"{what} must be two positive numbers, got {list(values)}")
     pads = _auto_pad(_s(a.get("auto_pad", "NOTSET")), x[2:], kernel, strides, dilations,
                      a.get("pads", []))
     return strides, pads, dilations
@@ -379,7 +617,12 @@ def _window(imp: Importer, node: onnx.NodeProto, kernel: Sequence[int]
 def convert_conv(imp: Importer, node: onnx.NodeProto) -> list[Value]:
     a = attrs(node)
     w_shape = imp.shape(node.input[1])
+    if len(w_shape) != 4:
+        raise imp.error(f"weight must be 4-D (M, C/group, kH, kW), got shape {list(w_shape)}")
     kernel = list(a.get("kernel_shape", w_shape[2:]))
+    if kernel != list(w_shape[2:]):
+        raise imp.error(f"kernel_shape {kernel} does not match the weight's spatial shape "
+                        f"{list(w_shape[2:])}")
     strides, pads, dilations = _window(imp, node, kernel)
     bias = imp.value(node.input[2]) if imp.has(node, 2) else None
     return _res(imp.emit(g.ConvOp(imp.value(node.input[0]), imp.value(node.input[1]), bias,
@@ -496,7 +739,7 @@ def convert_reduce(imp: Importer, node: onnx.NodeProto) -> list[Value]:
     a = attrs(node)
     rank = len(imp.shape(node.input[0]))
     if imp.opset >= axes_input_since:
-        axes = list(imp.const_input(node, 1, "axes").reshape(-1)) if imp.has(node, 1) else []
+        axes = imp.int_input(node, 1, "axes") if imp.has(node, 1) else []
     else:
         axes = list(a.get("axes", []))
     x = imp.value(node.input[0])
@@ -515,7 +758,7 @@ def _reshape(imp: Importer, x: SSAValue, shape: Sequence[int]) -> list[Value]:
 
 @converter("Reshape")
 def convert_reshape(imp: Importer, node: onnx.NodeProto) -> list[Value]:
-    target = [int(v) for v in imp.const_input(node, 1, "shape").reshape(-1)]
+    target = imp.int_input(node, 1, "shape")
     try:
         shape = S.reshape_target(imp.shape(node.input[0]), target,
                                  attrs(node).get("allowzero", 0))
@@ -542,6 +785,8 @@ def convert_transpose(imp: Importer, node: onnx.NodeProto) -> list[Value]:
 @converter("Concat")
 def convert_concat(imp: Importer, node: onnx.NodeProto) -> list[Value]:
     ins = [n for n in node.input if n]
+    if not ins:
+        raise imp.error("has no inputs (every input name is empty)")
     axis = S.normalize_axis(attrs(node)["axis"], len(imp.shape(ins[0])))
     return _res(imp.emit(g.ConcatOp([imp.value(n) for n in ins], axis=axis)))
 
@@ -553,13 +798,17 @@ def convert_split(imp: Importer, node: onnx.NodeProto) -> list[Value]:
     axis = S.normalize_axis(a.get("axis", 0), len(shape))
     n = len(node.output)
     if imp.opset >= 13 and imp.has(node, 1):
-        sizes = [int(v) for v in imp.const_input(node, 1, "split").reshape(-1)]
+        sizes = imp.int_input(node, 1, "split")
     elif "split" in a:
         sizes = list(a["split"])
     else:
         n = a.get("num_outputs", n)
+        if n < 1:
+            raise imp.error(f"num_outputs must be positive, got {n}")
         chunk = -(-shape[axis] // n)  # opset 18: the last chunk may be smaller
         sizes = [min(chunk, shape[axis] - i * chunk) for i in range(n)]
+    if len(sizes) != len(node.output):
+        raise imp.error(f"splits into {len(sizes)} parts but has {len(node.output)} outputs")
     return _res(imp.emit(g.SplitOp(imp.value(node.input[0]), axis=axis, sizes=sizes)))
 
 
@@ -571,14 +820,18 @@ def convert_slice(imp: Importer, node: onnx.NodeProto) -> list[Value]:
     def ints(i: int, what: str) -> list[int] | None:
         if not imp.has(node, i):
             return None
-        return [int(v) for v in imp.const_input(node, i, what).reshape(-1)]
+        return imp.int_input(node, i, what)
 
     a = attrs(node)
     if imp.opset < 10:  # pragma: no cover - below MIN_OPSET, kept for completeness
         st, en, ax, sp = a["starts"], a["ends"], a.get("axes"), None
     else:
         st, en, ax, sp = ints(1, "starts"), ints(2, "ends"), ints(3, "axes"), ints(4, "steps")
-    assert st is not None and en is not None
+    assert st is not None and en is not None  # required inputs (checked against the schema)
+    for what, values in (("ends", en), ("axes", ax), ("steps", sp)):
+        if values is not None and len(values) != len(st):
+            raise imp.error(f"{what} has {_count(len(values), 'value')} but starts has "
+                            f"{len(st)}")
     ax = ax if ax is not None else list(range(len(st)))
     sp = sp if sp is not None else [1] * len(st)
     starts, ends, steps = [0] * rank, list(shape), [1] * rank
@@ -597,8 +850,7 @@ def convert_slice(imp: Importer, node: onnx.NodeProto) -> list[Value]:
 def convert_squeeze(imp: Importer, node: onnx.NodeProto) -> list[Value]:
     shape = imp.shape(node.input[0])
     if imp.opset >= 13:
-        axes = [int(v) for v in imp.const_input(node, 1, "axes").reshape(-1)] if imp.has(
-            node, 1) else None
+        axes = imp.int_input(node, 1, "axes") if imp.has(node, 1) else None
     else:
         axes = attrs(node).get("axes")
     x = imp.value(node.input[0])
@@ -617,12 +869,18 @@ def convert_gather(imp: Importer, node: onnx.NodeProto) -> list[Value]:
     axis = S.normalize_axis(attrs(node).get("axis", 0), len(shape))
     idx = imp.const(node.input[1])
     if idx is not None:
+        if not np.issubdtype(idx.dtype, np.integer):
+            raise imp.error(f"indices ('{node.input[1]}') must be integers, got {idx.dtype}")
         bad = (idx < -shape[axis]) | (idx >= shape[axis])
         if bad.any():
             raise imp.error(f"indices out of range for axis {axis} of extent {shape[axis]}")
         indices = imp.value(node.input[1], dtype=np.int64)
     else:
         indices = imp.value(node.input[1], dtype=None)
+        el = indices.type.element_type if isinstance(indices.type, TensorType) else None
+        if el == f32:  # the model's inputs are float32: computed indices cannot be integers
+            raise imp.error(f"indices ('{node.input[1]}') must be integers, got a computed "
+                            "float32 tensor")
     return _res(imp.emit(g.GatherOp(imp.value(node.input[0]), indices, axis=axis)))
 
 
@@ -633,12 +891,13 @@ def convert_pad(imp: Importer, node: onnx.NodeProto) -> list[Value]:
     if mode != "constant":
         raise imp.error(f"mode {mode!r} is not supported (only 'constant')")
     rank = len(imp.shape(node.input[0]))
-    pads = [int(v) for v in imp.const_input(node, 1, "pads").reshape(-1)]
-    value = float(imp.const_input(node, 2, "constant_value").reshape(-1)[0]) if imp.has(
-        node, 2) else 0.0
+    pads = imp.int_input(node, 1, "pads")
+    value = imp.scalar_input(node, 2, "constant_value") if imp.has(node, 2) else 0.0
     if imp.has(node, 3):  # opset 18: pads only for the given axes
-        axes = [S.normalize_axis(int(v), rank)
-                for v in imp.const_input(node, 3, "axes").reshape(-1)]
+        axes = [S.normalize_axis(v, rank) for v in imp.int_input(node, 3, "axes")]
+        if len(pads) != 2 * len(axes):
+            raise imp.error(f"pads must have {2 * len(axes)} values (two per axis in "
+                            f"{axes}), got {len(pads)}")
         full = [0] * (2 * rank)
         for i, d in enumerate(axes):
             full[d], full[d + rank] = pads[i], pads[i + len(axes)]
@@ -651,10 +910,12 @@ def convert_pad(imp: Importer, node: onnx.NodeProto) -> list[Value]:
 
 @converter("Constant")
 def convert_constant(imp: Importer, node: onnx.NodeProto) -> list[Value]:
+    if len(node.attribute) != 1:
+        raise imp.error(f"needs exactly one value attribute, got {len(node.attribute)}")
     a = node.attribute[0]
     v = helper.get_attribute_value(a)
     if a.name == "value":
-        return [numpy_helper.to_array(v)]
+        return [tensor_array(v, f"Constant node '{imp.label}': attribute 'value'")]
     if a.name in ("value_float", "value_floats"):
         return [np.asarray(v, dtype=np.float32)]
     if a.name in ("value_int", "value_ints"):
@@ -689,12 +950,101 @@ def _load(model: str | Path | onnx.ModelProto) -> onnx.ModelProto:
         if not path.is_file():
             raise FrontendError(f"model file not found: {path}")
         try:
-            proto = onnx.load(str(path))
+            proto = onnx.load(str(path), load_external_data=False)
         except Exception as e:  # protobuf raises assorted errors
             raise FrontendError(f"{path} is not a valid ONNX model: {e}") from e
+        _load_external_data(proto, path)
     if not proto.HasField("graph") or proto.ir_version <= 0:
         raise FrontendError(f"{where} is not a valid ONNX model: no graph or IR version")
     return proto
+
+
+def _tensors(proto: onnx.ModelProto) -> Iterator[onnx.TensorProto]:
+    """Every TensorProto of a model: initializers and tensor attributes, in subgraphs too."""
+    graphs = [proto.graph]
+    while graphs:
+        graph = graphs.pop()
+        yield from graph.initializer
+        for sparse in graph.sparse_initializer:
+            yield from (sparse.values, sparse.indices)
+        for node in graph.node:
+            for a in node.attribute:
+                if a.HasField("t"):
+                    yield a.t
+                yield from a.tensors
+                if a.HasField("g"):
+                    graphs.append(a.g)
+                graphs.extend(a.graphs)
+
+
+def _check_external_size(t: onnx.TensorProto, keys: dict[str, str], file_size: int,
+                         where: str) -> None:
+    """The bytes an external tensor would read must be what its dims need, checked before
+    reading: a model must not make the frontend read a huge file into memory."""
+    if t.data_type not in _TENSOR_TYPES:
+        raise FrontendError(f"{where} has element type {_type_name(t.data_type)}, which is not "
+                            "supported")
+    dims = [int(d) for d in t.dims]
+    if any(d < 0 for d in dims):
+        raise FrontendError(f"{where} has a negative dimension: dims {dims}")
+    _check_elements(dims, where)
+    try:
+        offset = int(keys.get("offset") or 0)
+        size = int(keys["length"]) if keys.get("length") else file_size - offset
+    except ValueError:
+        raise FrontendError(f"{where}: external data offset/length are not integers: "
+                            f"{keys.get('offset')!r}, {keys.get('length')!r}") from None
+    need = math.prod(dims) * np.dtype(_TENSOR_TYPES[t.data_type]).itemsize
+    if size != need:
+        raise FrontendError(f"{where}: its external data holds {size} bytes, but dims {dims} of "
+                            f"{_type_name(t.data_type)} need {need}")
+
+
+def _load_external_data(proto: onnx.ModelProto, path: Path) -> None:
+    """Read the tensors kept in external files next to the model at `path`.
+
+    Each file must be a regular file inside the model's folder, reached without following a
+    symbolic link and with no other hard link: a model must not be able to read (and then
+    leak into its results) a file from elsewhere. onnx >= 1.21 refuses these too; this is
+    the same rule, checked here in one place whatever onnx version is installed.
+    """
+    from onnx.external_data_helper import load_external_data_for_tensor
+
+    root = path.parent.resolve()
+    for t in _tensors(proto):
+        if t.data_location != onnx.TensorProto.EXTERNAL:
+            continue
+        where = f"{path}: tensor '{t.name}'"
+        keys = {e.key: e.value for e in t.external_data}
+        location = keys.get("location", "")
+        parts = Path(location).parts
+        if not parts or Path(location).is_absolute() or ".." in parts:
+            raise FrontendError(f"{where} has external data location {location!r}; it must be "
+                                "a relative path inside the model's folder")
+        current = root
+        for part in parts:
+            current = current / part
+            try:
+                info = os.lstat(current)
+            except OSError as e:
+                raise FrontendError(f"{where}: external data file {location!r} cannot be read: "
+                                    f"{e.strerror or e}") from None
+            if stat.S_ISLNK(info.st_mode):
+                raise FrontendError(
+                    f"{where}: external data path {location!r} goes through a symbolic link "
+                    f"('{current.relative_to(root)}'); refusing to follow it")
+        if not stat.S_ISREG(info.st_mode):
+            raise FrontendError(f"{where}: external data {location!r} is not a regular file")
+        if info.st_nlink > 1:
+            raise FrontendError(f"{where}: external data file {location!r} has other hard "
+                                "links; refusing it (it may be a file from elsewhere)")
+        _check_external_size(t, keys, info.st_size, where)
+        try:
+            load_external_data_for_tensor(t, str(root))
+        except Exception as e:  # onnx's own checks (bounds, links) and I/O errors
+            raise FrontendError(f"{where}: cannot load its external data: {e}") from None
+        t.data_location = onnx.TensorProto.DEFAULT  # (onnx < 1.21 leaves these to the caller)
+        del t.external_data[:]
 
 
 def import_onnx(model: str | Path | onnx.ModelProto,

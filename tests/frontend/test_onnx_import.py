@@ -522,3 +522,391 @@ def test_bad_shapes_in_model():
     with pytest.raises(FrontendError, match="Conv node 'conv_0': weight has 2 input channels"):
         import_onnx(model([node("Conv", ["x", "w"])], {"x": [1, 3, 5, 5]},
                           inits={"w": np.ones((4, 2, 3, 3), np.float32)}))
+
+
+# ----------------------------------------------------------------------------- malformed models
+# Each of these used to end in `ziggurat: internal error` (or a traceback, or an exhausted
+# machine); through the CLI each must be exit code 1 and one `ziggurat: error:` line.
+
+
+def cli(capsys, argv: list[str]) -> tuple[int, str, str]:
+    from compiler.cli import main
+
+    rc = main(argv)
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def clean_error(capsys, tmp_path: Path, m: onnx.ModelProto, *needles: str,
+                command: str = "compile") -> str:
+    """Compile (or run) `m` through the CLI: one error line naming each of `needles`."""
+    p = tmp_path / "m.onnx"
+    p.write_bytes(m.SerializeToString())
+    if command == "compile":
+        argv = ["compile", str(p), "--emit", "graph"]
+    else:
+        feeds = {i.name: np.ones([d.dim_value for d in i.type.tensor_type.shape.dim], np.float32)
+                 for i in m.graph.input if i.name not in {t.name for t in m.graph.initializer}
+                 and all(0 < d.dim_value < 100 for d in i.type.tensor_type.shape.dim)}
+        np.savez(tmp_path / "in.npz", **feeds)
+        argv = ["run", str(p), "--inputs", str(tmp_path / "in.npz"), "--output",
+                str(tmp_path / "out.npz")]
+    rc, out, err = cli(capsys, argv)
+    assert rc == 1, err
+    assert "internal error" not in err and "Traceback" not in err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("ziggurat: error: "), err
+    for needle in needles:
+        assert needle in lines[0], (needle, lines[0])
+    return lines[0]
+
+
+def _with_dims(t: onnx.TensorProto, dims: list[int]) -> onnx.TensorProto:
+    t.dims[:] = dims
+    return t
+
+
+def _short_raw() -> onnx.TensorProto:
+    t = numpy_helper.from_array(np.ones((2, 3), np.float32), "w")
+    t.raw_data = t.raw_data[:-4]
+    return t
+
+
+def _long_raw() -> onnx.TensorProto:
+    t = numpy_helper.from_array(np.ones((2, 3), np.float32), "w")
+    t.raw_data = t.raw_data + b"\0\0\0"  # not even a whole number of floats
+    return t
+
+
+@pytest.mark.parametrize("tensor, needles", [
+    (_short_raw(), ["initializer 'w'", "20 bytes of raw_data", "[2, 3]", "need 24"]),
+    (_long_raw(), ["initializer 'w'", "27 bytes of raw_data", "need 24"]),
+    (_with_dims(helper.make_tensor("w", F, [5], [1.0] * 5), [2, 3]),
+     ["initializer 'w'", "5 values in float_data", "need 6"]),
+    (_with_dims(helper.make_tensor("w", TensorProto.INT64, [3], [1, 2, 3]), [2, 3]),
+     ["initializer 'w'", "3 values in int64_data", "need 6"]),
+    (_with_dims(helper.make_tensor("w", F, [1], [1.0]), [2, -3]),
+     ["initializer 'w'", "negative dimension"]),
+    (helper.make_tensor("w", TensorProto.STRING, [1], [b"a"]),
+     ["initializer 'w'", "element type STRING"]),
+])
+def test_initializer_data_not_matching_its_dims(capsys, tmp_path, tensor, needles):
+    m = model([node("Add", ["x", "w"])], {"x": [2, 3]})
+    m.graph.initializer.append(tensor)
+    clean_error(capsys, tmp_path, m, *needles)
+
+
+def test_constant_node_data_not_matching_its_dims(capsys, tmp_path):
+    c = helper.make_node("Constant", [], ["c"], name="const_0", value=_short_raw())
+    m = model([c, node("Add", ["x", "c"])], {"x": [2, 3]})
+    clean_error(capsys, tmp_path, m, "Constant node 'const_0': attribute 'value'",
+                "20 bytes of raw_data")
+    bare = helper.make_node("Constant", [], ["c"], name="const_0")
+    m = model([bare, node("Add", ["x", "c"])], {"x": [2, 3]})
+    clean_error(capsys, tmp_path, m, "Constant node 'const_0'", "one value attribute")
+
+
+@pytest.mark.parametrize("nodes, needles", [
+    ([node("Add", ["x", "nope"])], ["Add node 'add_0'", "input 'nope' is not defined"]),
+    # defined, but only by a later node: not topologically sorted
+    ([node("Add", ["x", "t"]), node("Relu", ["x"], ["t"])],
+     ["Add node 'add_0'", "input 't' is not defined"]),
+    ([node("Add", ["x", ""])], ["Add node 'add_0'", "required input 1 ('B') is missing"]),
+    ([node("Conv", ["x", ""])], ["Conv node 'conv_0'", "required input 1 ('W') is missing"]),
+    ([node("Add", ["x"])], ["Add node 'add_0'", "has 1 input; the operator takes 2"]),
+    ([node("Reshape", ["x"])], ["Reshape node 'reshape_0'", "has 1 input"]),
+    ([node("Relu", ["x", "x"])], ["Relu node 'relu_0'", "has 2 inputs; the operator takes 1"]),
+    ([node("Relu", ["x"], ["z"])], ["graph output 'y' is not produced"]),
+])
+def test_missing_node_inputs(capsys, tmp_path, nodes, needles):
+    clean_error(capsys, tmp_path, model(nodes, {"x": [1, 3, 4, 4]}), *needles)
+
+
+@pytest.mark.parametrize("op, attrs, needles", [
+    ("Conv", {"strides": 1.5}, ["'strides' must be of type INTS, got FLOAT"]),
+    ("Conv", {"strides": "ab"}, ["'strides' must be of type INTS, got STRING"]),
+    ("Conv", {"strides": 2}, ["'strides' must be of type INTS, got INT"]),
+    ("Conv", {"group": 1.0}, ["'group' must be of type INT, got FLOAT"]),
+    ("Softmax", {"axis": numpy_helper.from_array(np.array(1))},
+     ["'axis' must be of type INT, got TENSOR"]),
+    ("Softmax", {"axis": "1"}, ["'axis' must be of type INT, got STRING"]),
+    ("LeakyRelu", {"alpha": "x"}, ["'alpha' must be of type FLOAT, got STRING"]),
+    ("Cast", {"to": "float"}, ["'to' must be of type INT, got STRING"]),
+    ("Cast", {"to": 999}, ["cast of a computed tensor to <unknown data type 999>"]),
+    ("MaxPool", {}, ["required attribute 'kernel_shape' is missing"]),
+    ("Cast", {}, ["required attribute 'to' is missing"]),
+])
+def test_attribute_of_the_wrong_type(capsys, tmp_path, op, attrs, needles):
+    ins = ["x", "w"] if op == "Conv" else ["x"]
+    m = model([node(op, ins, **attrs)], {"x": [1, 3, 4, 4]}, inits={"w": W})
+    clean_error(capsys, tmp_path, m, f"{op} node '{op.lower()}_0'", *needles)
+
+
+def test_unknown_attribute(capsys, tmp_path):
+    # a misspelt attribute used to be ignored silently (onnxruntime refuses the model)
+    m = model([node("Conv", ["x", "w"], stride=[2, 2])], {"x": [1, 3, 5, 5]}, inits={"w": W})
+    clean_error(capsys, tmp_path, m, "Conv node 'conv_0': unknown attribute 'stride'",
+                "auto_pad, dilations, group, kernel_shape, pads, strides")
+
+
+I64 = np.int64
+
+
+@pytest.mark.parametrize("nodes, inputs, inits, needles", [
+    # each of these used to be an internal error (ZeroDivisionError, IndexError, TypeError, ...)
+    ([node("Split", ["x"], ["a", "b"], num_outputs=0)], {"x": [4, 2]}, {},
+     ["Split node 'split_0': num_outputs must be positive, got 0"]),
+    ([node("Slice", ["x", "s", "e"])], {"x": [4, 2]}, {"s": np.array([0, 0]), "e": np.array([2])},
+     ["Slice node 'slice_0': ends has 1 value but starts has 2"]),
+    ([node("Pad", ["x", "p", "", "a"])], {"x": [4, 2]}, {"p": np.array([1]), "a": np.array([0])},
+     ["Pad node 'pad_0': pads must have 2 values", "got 1"]),
+    ([node("Pad", ["x", "p", "v"])], {"x": [4, 2]},
+     {"p": np.array([1, 0, 0, 0]), "v": np.zeros(0, np.float32)},
+     ["Pad node 'pad_0': input constant_value ('v') must hold one number", "shape [0]"]),
+    ([node("Concat", ["", ""], axis=0)], {"x": [4, 2]}, {}, ["Concat node 'concat_0': has no inputs"]),
+    ([node("MaxPool", ["x"], kernel_shape=[2, 2], auto_pad="SAME_UPPER", strides=[0, 1])],
+     {"x": [1, 1, 4, 4]}, {}, ["MaxPool node 'maxpool_0': strides must be two positive numbers"]),
+    ([node("MaxPool", ["x"], kernel_shape=[2, 2], auto_pad="FOO")], {"x": [1, 1, 4, 4]}, {},
+     ["MaxPool node 'maxpool_0': unknown auto_pad 'FOO'"]),
+    ([node("Clip", ["x", "m"])], {"x": [2, 4]}, {"m": np.ones(3, np.float32)},
+     ["Clip node 'clip_0': input min ('m') must hold one number"]),
+    ([node("Dropout", ["x", "r", "t"])], {"x": [2, 4]},
+     {"r": np.float32(0.5), "t": np.ones(0, bool)},
+     ["Dropout node 'dropout_0': input training_mode ('t') must hold one number"]),
+    ([node("Cast", ["c"], ["d"], to=TensorProto.STRING), node("Add", ["x", "d"])], {"x": [2]},
+     {"c": np.ones(2, np.float32)}, ["Add node 'add_0': value 'd' has element type <U"]),
+    ([node("Reshape", ["x", "s"])], {"x": [2, 6]}, {"s": np.array([3, 4, 0])},
+     ["Reshape node 'reshape_0'", "beyond the input's rank 2"]),
+    # were accepted (float shapes and indices truncated, a mismatched kernel_shape ignored);
+    # onnxruntime refuses them
+    ([node("Reshape", ["x", "s"])], {"x": [2, 4]}, {"s": np.array([8.5], np.float32)},
+     ["Reshape node 'reshape_0': input shape ('s') must be a 1-D integer tensor"]),
+    ([node("Gather", ["x", "i"])], {"x": [4, 2]}, {"i": np.array([0.5], np.float32)},
+     ["Gather node 'gather_0': indices ('i') must be integers"]),
+    ([node("Gather", ["x", "i"])], {"x": [4, 2], "i": [2]}, {},
+     ["Gather node 'gather_0': indices ('i') must be integers, got a computed float32"]),
+    ([node("Conv", ["x", "w"], kernel_shape=[2, 2])], {"x": [1, 3, 5, 5]}, {"w": W},
+     ["Conv node 'conv_0': kernel_shape [2, 2] does not match", "[3, 3]"]),
+    ([node("Conv", ["x", "w"])], {"x": [1, 3, 5, 5]}, {"w": np.ones(3, np.float32)},
+     ["Conv node 'conv_0': weight must be 4-D"]),
+])
+def test_bad_operator_inputs_and_attributes(capsys, tmp_path, nodes, inputs, inits, needles):
+    outs = tuple(o for n in nodes[-1:] for o in n.output)
+    m = model(nodes, inputs, outputs=outs, inits=inits, opset=18)
+    clean_error(capsys, tmp_path, m, *needles, command="run")
+
+
+def test_names_that_are_not_utf8(capsys, tmp_path):
+    m = model([node("Relu", ["x"], ["r"])], {"x": [2]}, outputs=("r",))
+    raw = m.SerializeToString().replace(b"\x01r", b"\x01\xe7")  # the output name, 1 byte long
+    assert raw != m.SerializeToString()
+    clean_error(capsys, tmp_path, onnx.load_from_string(raw), "not valid UTF-8")
+
+
+def test_names_with_line_breaks_stay_on_one_line(capsys, tmp_path):
+    line = clean_error(capsys, tmp_path, model([node("Relu", ["x\n1"])], {"x": [2]}),
+                       "Relu node 'relu_0': input 'x\\n1' is not defined")
+    assert "\n" not in line
+
+
+def test_element_type_that_onnx_does_not_know(capsys, tmp_path):
+    m = model([node("Relu", ["x"])], {"x": [2]})
+    m.graph.input[0].type.tensor_type.elem_type = 99
+    clean_error(capsys, tmp_path, m, "model input 'x' has element type <unknown data type 99>")
+
+
+def test_attribute_without_a_type(capsys, tmp_path):
+    n = node("Relu", ["x"])
+    n.attribute.add(name="junk")  # no type (UNDEFINED) and no value
+    clean_error(capsys, tmp_path, model([n], {"x": [2]}), "Relu node 'relu_0'",
+                "attribute 'junk' has no valid type")
+
+
+def test_non_ascii_names_work(capsys, tmp_path):
+    # names are just strings: SSA names are sanitized, ziggurat.name keeps them (MLIR escapes)
+    n = helper.make_node("Relu", ["ä入力"], ["出力"], name="ノード")
+    g_ = helper.make_graph([n], "グラフ", [helper.make_tensor_value_info("ä入力", F, [2, 3])],
+                           [helper.make_tensor_value_info("出力", F, [2, 3])])
+    m = helper.make_model(g_, opset_imports=[helper.make_opsetid("", 17)])
+    p = tmp_path / "m.onnx"
+    p.write_bytes(m.SerializeToString())
+    x = np.array([[-1, 2, -3], [4, -5, 6]], np.float32)
+    np.savez(tmp_path / "in.npz", **{"ä入力": x})
+    rc, out, err = cli(capsys, ["run", str(p), "--inputs", str(tmp_path / "in.npz"),
+                                "--output", str(tmp_path / "out.npz")])
+    assert (rc, err) == (0, "")
+    assert "出力: shape [2, 3]" in out
+    with np.load(tmp_path / "out.npz") as res:
+        np.testing.assert_array_equal(res["出力"], np.maximum(x, 0))
+    rc, out, err = cli(capsys, ["compile", str(p), "--emit", "graph"])
+    assert (rc, err) == (0, "")
+    assert '{ziggurat.name = "\\C3\\A4\\E5\\85\\A5\\E5\\8A\\9B"}' in out  # "ä入力", UTF-8 bytes
+    roundtrip(import_onnx(p))
+
+
+HUGE = 2**40
+
+
+@pytest.mark.parametrize("nodes, inputs, inits, needles", [
+    ([node("Relu", ["x"])], {"x": [HUGE]}, {},
+     ["input 'x' has shape [1099511627776]", "limit of 2**31 = 2147483648 elements"]),
+    ([node("Relu", ["x"])], {"x": [2**20, 2**20]}, {}, ["input 'x'", "2**31"]),
+    # computed at import time: refused before numpy allocates 4 TiB
+    ([node("ConstantOfShape", ["s"], ["c"]), node("Add", ["x", "c"])], {"x": [1]},
+     {"s": np.array([2**20, 2**20])},
+     ["ConstantOfShape node 'constantofshape_0': output 'c'", "limit of 2**28"]),
+    ([node("ConstantOfShape", ["s"], ["c"]), node("Add", ["x", "c"])], {"x": [1]},
+     {"s": np.array([HUGE])}, ["ConstantOfShape node", "[1099511627776]"]),
+    # a broadcast of two small constants
+    ([node("Mul", ["a", "b"], ["c"]), node("Add", ["x", "c"])], {"x": [1]},
+     {"a": np.ones((2**15, 1), np.float32), "b": np.ones((1, 2**15), np.float32)},
+     ["Mul node 'mul_0': output 'c'", "[32768, 32768]", "2**28"]),
+    ([node("Pad", ["x", "p"])], {"x": [2, 2]}, {"p": np.array([0, 0, HUGE, 0])},
+     ["Pad node 'pad_0': output 'y'", "2**31"]),
+    ([node("Add", ["x", "x2"])], {"x": [2**16, 1], "x2": [1, 2**16]}, {},
+     ["Add node 'add_0': output 'y' has shape [65536, 65536]", "2**31"]),
+    ([node("Reshape", ["x", "s"])], {"x": [2, 3]}, {"s": np.array([2**20, 2**20])},
+     ["Reshape node 'reshape_0'", "cannot reshape [2, 3] into [1048576, 1048576]"]),
+])
+@pytest.mark.parametrize("command", ["compile", "run"])
+def test_huge_tensors_refused_before_allocation(capsys, tmp_path, nodes, inputs, inits,
+                                                needles, command):
+    clean_error(capsys, tmp_path, model(nodes, inputs, inits=inits), *needles, command=command)
+
+
+def test_huge_input_shape_option(capsys, tmp_path):
+    p = tmp_path / "m.onnx"
+    p.write_bytes(model([node("Relu", ["x"])], {"x": ["n", 3]}).SerializeToString())
+    rc, _, err = cli(capsys, ["compile", str(p), "--emit", "graph", "--input-shape",
+                              f"x={HUGE}x3"])
+    assert rc == 1 and err.strip().splitlines() == [
+        "ziggurat: error: input 'x' has shape [1099511627776, 3] (3298534883328 elements), "
+        "over the limit of 2**31 = 2147483648 elements per tensor"]
+
+
+# ----------------------------------------------------------------------------- external data
+
+SECRET = b"TOP-SECRET-0123456789abcdefghij"[:24]  # 24 bytes: exactly the 6 floats of 'w'
+
+
+def _external_model(folder: Path, location: str) -> Path:
+    w = numpy_helper.from_array(np.zeros(6, np.float32), "w")
+    w.ClearField("raw_data")
+    w.data_location = TensorProto.EXTERNAL
+    for key, value in (("location", location), ("offset", "0"), ("length", "24")):
+        w.external_data.add(key=key, value=value)
+    m = model([node("Add", ["x", "w"])], {"x": [6]})
+    m.graph.initializer.append(w)
+    folder.mkdir(parents=True, exist_ok=True)
+    p = folder / "m.onnx"
+    p.write_bytes(m.SerializeToString())
+    return p
+
+
+def _secret_file(tmp_path: Path) -> Path:
+    s = tmp_path / "elsewhere" / "secret.bin"
+    s.parent.mkdir()
+    s.write_bytes(SECRET)
+    return s
+
+
+def _leaks(tmp_path: Path, *texts: str) -> bool:
+    secret_floats = np.frombuffer(SECRET, np.float32)
+    found = any(SECRET.decode() in t for t in texts)
+    out = tmp_path / "out.npz"
+    if out.exists():
+        with np.load(out) as res:
+            found |= any(np.isin(secret_floats, v).any() for v in res.values())
+    return found
+
+
+@pytest.mark.parametrize("how", ["file", "parent", "dotdot", "absolute", "hardlink"])
+@pytest.mark.parametrize("command", ["run", "compile"])
+def test_external_data_outside_the_model_folder(capsys, tmp_path, how, command):
+    secret = _secret_file(tmp_path)
+    folder = tmp_path / "model"
+    folder.mkdir()
+    if how == "file":  # the data file is a symlink to the secret
+        (folder / "data.bin").symlink_to(secret)
+        location, needles = "data.bin", ["tensor 'w'", "symbolic link"]
+    elif how == "parent":  # a folder on the way is a symlink out of the model's folder
+        (folder / "sub").symlink_to(secret.parent, target_is_directory=True)
+        location, needles = "sub/secret.bin", ["tensor 'w'", "symbolic link ('sub')"]
+    elif how == "dotdot":
+        location, needles = "../elsewhere/secret.bin", ["tensor 'w'", "relative path inside"]
+    elif how == "absolute":
+        location, needles = str(secret), ["tensor 'w'", "relative path inside"]
+    else:
+        (folder / "data.bin").hardlink_to(secret)
+        location, needles = "data.bin", ["tensor 'w'", "hard links"]
+    p = _external_model(folder, location)
+    np.savez(tmp_path / "in.npz", x=np.zeros(6, np.float32))
+    argv = (["run", str(p), "--inputs", str(tmp_path / "in.npz"), "--output",
+             str(tmp_path / "out.npz")] if command == "run" else ["compile", str(p), "--emit",
+                                                                  "graph"])
+    rc, out, err = cli(capsys, argv)
+    assert rc == 1 and "internal error" not in err
+    assert err.count("ziggurat: error: ") == 1 and len(err.strip().splitlines()) == 1
+    assert all(n in err for n in needles), err
+    assert not _leaks(tmp_path, out, err)
+
+
+def test_installed_onnx_refuses_symlinked_external_data(tmp_path):
+    # the dependency floor (onnx>=1.21): onnx.load alone must refuse it too
+    secret = _secret_file(tmp_path)
+    folder = tmp_path / "model"
+    folder.mkdir()
+    (folder / "data.bin").symlink_to(secret)
+    with pytest.raises(Exception, match="symbolic link"):
+        onnx.load(str(_external_model(folder, "data.bin")))
+
+
+def test_external_data_inside_the_model_folder_loads(capsys, tmp_path):
+    folder = tmp_path / "model"
+    folder.mkdir()
+    (folder / "weights").mkdir()
+    w = np.arange(6, dtype=np.float32)
+    (folder / "weights" / "w.bin").write_bytes(w.tobytes())
+    p = _external_model(folder, "weights/w.bin")
+    x = np.ones(6, np.float32)
+    np.savez(tmp_path / "in.npz", x=x)
+    rc, _, err = cli(capsys, ["run", str(p), "--inputs", str(tmp_path / "in.npz"), "--output",
+                              str(tmp_path / "out.npz")])
+    assert (rc, err) == (0, "")
+    with np.load(tmp_path / "out.npz") as res:
+        np.testing.assert_array_equal(res["y"], x + w)
+
+
+@pytest.mark.parametrize("location, dims, data, needles", [
+    # no length given: the whole file would be read, whatever its size
+    ("w.bin", [6], bytes(1000), ["tensor 'w': its external data holds 1000 bytes", "need 24"]),
+    ("w.bin", [HUGE], bytes(24), ["tensor 'w' has shape [1099511627776]", "2**31"]),
+    (".", [6], bytes(24), ["tensor 'w' has external data location '.'"]),
+    ("missing.bin", [6], bytes(24), ["external data file 'missing.bin' cannot be read"]),
+])
+def test_external_data_not_matching_its_dims(capsys, tmp_path, location, dims, data, needles):
+    folder = tmp_path / "model"
+    folder.mkdir()
+    (folder / "w.bin").write_bytes(data)
+    w = helper.make_tensor("w", F, [1], [0.0])
+    w.ClearField("float_data")
+    w.dims[:] = dims
+    w.data_location = TensorProto.EXTERNAL
+    w.external_data.add(key="location", value=location)
+    m = model([node("Add", ["x", "w"])], {"x": [6]})
+    m.graph.initializer.append(w)
+    (folder / "m.onnx").write_bytes(m.SerializeToString())
+    rc, _, err = cli(capsys, ["compile", str(folder / "m.onnx"), "--emit", "graph"])
+    assert rc == 1 and len(err.strip().splitlines()) == 1 and "internal" not in err, err
+    assert all(n in err for n in needles), err
+
+
+def test_external_data_in_a_model_proto_is_refused():
+    w = numpy_helper.from_array(np.zeros(6, np.float32), "w")
+    w.ClearField("raw_data")
+    w.data_location = TensorProto.EXTERNAL
+    w.external_data.add(key="location", value="w.bin")
+    m = model([node("Add", ["x", "w"])], {"x": [6]})
+    m.graph.initializer.append(w)
+    with pytest.raises(FrontendError, match="initializer 'w' keeps its data in an external file"):
+        import_onnx(m)
