@@ -39,7 +39,7 @@ from xdsl.utils.exceptions import (
 )
 from xdsl.xdsl_opt_main import xDSLOptMain
 
-from compiler import registry
+from compiler import registry, xdsl_workarounds  # noqa: F401 - patches xDSL's parser on import
 from compiler.instrumentation import (
     Instrumentation,
     PassFailure,
@@ -593,6 +593,14 @@ class ZigguratOptMain(xDSLOptMain):
             pos = parser.current_position()
             line, col = _line_col(chunk, pos)
             raise _Located(Diag("error", str(e).strip(), file=name, line=line, col=col)) from e
+        except (AssertionError, ValueError, TypeError, IndexError, KeyError, OverflowError) as e:
+            # xDSL's parser asserts or fails inside on some malformed input (e.g. an unclosed
+            # complex number in a dense literal): still the input's fault, at this position
+            pos = parser.current_position()
+            line, col = _line_col(chunk, pos)
+            why = f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
+            msg = f"malformed input: the parser failed here ({why})"
+            raise _Located(Diag("error", msg, file=name, line=line, col=col)) from e
         parser.assign_locations()
         return module
 

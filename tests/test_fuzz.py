@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from onnx import AttributeProto, TensorProto, helper, numpy_helper
 
@@ -403,16 +403,6 @@ def _mutate_mlir(data: st.DataObject, text: str) -> str:
     return " ".join(tokens)
 
 
-def _known_hang(text: str) -> bool:
-    """Inputs that hit the two denial-of-service findings below (see their xfail tests): left
-    out of the fuzzing while they would hang CI; drop this once they are fixed."""
-    from xdsl.utils.mlir_lexer import MLIRLexer
-
-    backtracks = r"+|" in MLIRLexer._unescaped_characters_regex.pattern  # xDSL 0.74's regex
-    unclosed = any(line.count('"') % 2 for line in text.splitlines())
-    return (backtracks and unclosed) or re.search(r"\bi\d{8,}", text) is not None
-
-
 def check_opt(text: str, pipeline: str, workdir: Path) -> None:
     """`ziggurat-opt` on the text: success, or a clean error (exit 1, no internal error)."""
     from compiler.opt import main
@@ -440,17 +430,14 @@ def test_mutated_mlir(data: st.DataObject, workdir: Path) -> None:
     text, pipeline = MLIR_SEEDS[data.draw(st.sampled_from(sorted(MLIR_SEEDS)), label="seed")]
     for _ in range(data.draw(st.integers(1, 2))):
         text = _mutate_mlir(data, text)
-    assume(not _known_hang(text))
     check_opt(text, pipeline, workdir)
 
 
 # ----------------------------------------------------------------------------- known findings
-# What the fuzzers found outside the frontend, kept as strict xfails (each passes, and so fails
-# the run, once fixed: then drop the mark). Found with the mutations above, minimized by hand.
+# What the fuzzers found outside the frontend, minimized by hand; the xDSL ones are worked
+# around in compiler/xdsl_workarounds.py and compiler/opt.py.
 
 
-@pytest.mark.xfail(strict=True, reason="xDSL 0.74's MLIRLexer string-literal regex backtracks "
-                   "exponentially on an unclosed string (2x per character); fix: compiler/opt.py")
 def test_unclosed_string_literal_is_not_exponential(workdir: Path) -> None:
     import time
 
@@ -464,16 +451,11 @@ def test_unclosed_string_literal_is_not_exponential(workdir: Path) -> None:
     assert seconds(24) < 5 * short + 0.05  # about 0.5 s today, 4x per 2 more characters
 
 
-@pytest.mark.xfail(strict=True, reason="xDSL's dense literal parser asserts on '(' where a "
-                   "complex number is not closed: internal error; fix: compiler/opt.py")
 def test_dense_literal_with_unclosed_paren(workdir: Path) -> None:
     check_opt('"test.op"() {v = dense<[(1.0, 2.0]> : tensor<1xf32>} : () -> ()\n', "cse",
               workdir)
 
 
-@pytest.mark.xfail(strict=True, reason="integer widths are unbounded: i34294967296 makes xDSL "
-                   "build a 4 GB Python int (1 << width) in IntegerAttr verification; MLIR "
-                   "limits widths to 16777215 bits; fix: compiler/opt.py (or a parser hook)")
 def test_integer_width_over_the_mlir_limit_is_an_error(workdir: Path) -> None:
     from compiler.opt import main
 
@@ -486,9 +468,6 @@ def test_integer_width_over_the_mlir_limit_is_an_error(workdir: Path) -> None:
     assert rc == 1 and "error:" in err.getvalue() and "internal" not in err.getvalue()
 
 
-@pytest.mark.xfail(strict=True, reason="graph.leaky_relu lowers to max(x, 0) + alpha * min(x, 0), "
-                   "so alpha = nan or inf gives nan for x >= 0 (onnxruntime: x); "
-                   "fix: passes/conversions/convert_graph_to_linalg.py")
 @pytest.mark.parametrize("alpha", [float("nan"), float("inf")])
 def test_leaky_relu_with_a_non_finite_alpha(alpha: float, workdir: Path) -> None:
     m = _model([helper.make_node("LeakyRelu", ["x"], ["y"], name="lr", alpha=alpha)],

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from math import prod, sqrt
+from math import isfinite, prod, sqrt
 from typing import ClassVar
 
 import numpy as np
@@ -176,6 +176,8 @@ def _unary_body(op: Operation) -> Callable[[Body, SSAValue], SSAValue]:
         alpha = _float(op, "alpha", 0.01)
         # max(x, 0) + alpha * min(x, 0), not select(x < 0, ...): xDSL's arith.cmpf verifies only
         # scalar i1 results, so a compare in the body breaks once the loop is vectorized.
+        if not isfinite(alpha):  # alpha * 0 would be nan for x >= 0: compare (scalar loop)
+            return lambda b, x: b.select(b.cmpf("olt", x, b.f(0.0)), b.mul(b.f(alpha), x), x)
         return lambda b, x: b.add(b.max(x, b.f(0.0)), b.mul(b.f(alpha), b.min(x, b.f(0.0))))
     if n == "graph.clip":
         lo, hi = _float(op, "min", NEG_INF), _float(op, "max", float("inf"))
