@@ -62,6 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     chosen = [int(i) for i in args.only.split(",")] if args.only else list(range(1, len(WORKLOADS) + 1))
     rows = []
     db, _tmp = bench_env.scratch_db(args.db)
+    use_db = db if args.trials > 0 or args.db else None  # --trials 0 alone: default schedules
     for i in chosen:
         h, w, ic, oc, k, s = WORKLOADS[i - 1]
         model = conv_model(h, w, ic, oc, k, s)
@@ -69,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.trials > 0:
             tune_tasks(extract_tasks(model), db, args.trials, progress=not args.json)
         tune_s = time.perf_counter() - t0
-        compiled = compile_model(model, db=db)
+        compiled = compile_model(model, db=use_db)
         x = np.random.default_rng(1).standard_normal((1, ic, h, w)).astype(np.float32)
         sess = _ort_session(model.SerializeToString(), 1)
         ref = sess.run(None, {"x": x})[0]
