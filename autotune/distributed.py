@@ -52,7 +52,9 @@ tuning goes on.
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import gc
 import ipaddress
 import json
 import math
@@ -74,6 +76,22 @@ _RESULT_FIELDS = ("costs", "error_kind", "error", "build_s", "run_s")
 _MAX_TEXT = 2000  # characters of worker-written text kept (errors, names)
 _MAX_COSTS = 10_000
 
+
+
+@contextlib.contextmanager
+def _no_collection() -> Any:
+    """Collect garbage now, then none while a Client starts: an earlier Client that failed to
+    connect is freed by the collector, and its __del__ closes dask's shared event-loop runner,
+    which deadlocks if it runs inside another Client's start (distributed holds the runner's
+    lock there). Seen as a hang after a refused connection, e.g. a rejected certificate."""
+    gc.collect()
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 class DaskSetupError(ZigguratError, RuntimeError):
     """No usable cluster: dask missing, the scheduler unreachable or insecure, bad TLS files, no
@@ -506,15 +524,16 @@ class DaskMeasurer:
                 security = getattr(cluster, "security", None)
         check_address(self.address, security, allow_insecure)
         try:
-            self.client = _safe_client_class()(
-                self.address,
-                timeout=connect_timeout_s,
-                security=security,
-                deserializers=SAFE_DESERIALIZERS,
-                direct_to_workers=False,
-                set_as_default=False,
-                name="ziggurat-tune",
-            )
+            with _no_collection():
+                self.client = _safe_client_class()(
+                    self.address,
+                    timeout=connect_timeout_s,
+                    security=security,
+                    deserializers=SAFE_DESERIALIZERS,
+                    direct_to_workers=False,
+                    set_as_default=False,
+                    name="ziggurat-tune",
+                )
         except Exception as e:  # refused, no answer, a failed TLS handshake (a bad certificate)
             hint = " (is this client's certificate signed by the cluster's CA?)" if security else ""
             raise DaskSetupError(
