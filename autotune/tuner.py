@@ -11,6 +11,7 @@ import functools
 import random
 import sys
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -80,8 +81,6 @@ def recheck_locally(
     """A remote success about to become the task's best, checked here against the reference:
     `compile` applies the best record, so a worker that lies about correctness must not set it.
     A failure here makes the result `wrong_result` (with a warning); timing is not re-checked."""
-    import warnings
-
     from autotune.measure import MeasureResult
 
     kwargs = {k: v for k, v in (measure_kwargs or {}).items() if k in ("rtol", "atol", "timeout_s")}

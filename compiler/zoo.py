@@ -80,6 +80,21 @@ class _Graph:
         return m
 
 
+def matmul(n: int = 64) -> onnx.ModelProto:
+    """One n x n x n MatMul of two graph inputs `a` and `b` (output `y`): the smallest tunable
+    model, for tests of the tuner and its database."""
+    vi = helper.make_tensor_value_info
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["a", "b"], ["y"])],
+        "matmul",
+        [vi("a", TensorProto.FLOAT, [n, n]), vi("b", TensorProto.FLOAT, [n, n])],
+        [vi("y", TensorProto.FLOAT, [n, n])],
+    )
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 9
+    return m
+
+
 def mlp(seed: int = 0, batch: int = 4, sizes: tuple[int, ...] = (64, 128, 128, 10)) -> onnx.ModelProto:
     g = _Graph(seed)
     x = "input"

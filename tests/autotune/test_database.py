@@ -24,7 +24,6 @@ from typing import Any
 import numpy as np
 import onnx
 import pytest
-from onnx import TensorProto, helper
 
 from autotune.database import (
     Database,
@@ -34,6 +33,7 @@ from autotune.database import (
     make_record,
     validate_record,
 )
+from compiler import zoo
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -446,16 +446,7 @@ def test_append_fills_in_version_target_and_time(tmp_path: Path) -> None:
 
 
 def matmul_model(path: Path, n: int = 16) -> Path:
-    vi = helper.make_tensor_value_info
-    graph = helper.make_graph(
-        [helper.make_node("MatMul", ["a", "b"], ["y"])],
-        "matmul",
-        [vi("a", TensorProto.FLOAT, [n, n]), vi("b", TensorProto.FLOAT, [n, n])],
-        [vi("y", TensorProto.FLOAT, [n, n])],
-    )
-    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    m.ir_version = 9
-    onnx.save(m, path)
+    onnx.save(zoo.matmul(n), path)
     return path
 
 

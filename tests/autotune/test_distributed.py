@@ -23,7 +23,6 @@ from pathlib import Path
 
 import onnx
 import pytest
-from onnx import TensorProto, helper
 
 from autotune.database import Database
 from autotune.database import host_target as db_host_target
@@ -39,21 +38,13 @@ import dask  # noqa: E402  (after the skip: dask comes with distributed)
 
 import autotune.distributed as zdist  # noqa: E402
 from autotune.distributed import DaskMeasurer, DaskSetupError, common_target  # noqa: E402
+from compiler import zoo  # noqa: E402
 
 FAST = {"repeat": 2}  # measure kwargs on the workers: two timed repeats are enough here
 
 
 def matmul_model(n: int = 32) -> onnx.ModelProto:
-    vi = helper.make_tensor_value_info
-    graph = helper.make_graph(
-        [helper.make_node("MatMul", ["a", "b"], ["y"])],
-        "matmul",
-        [vi("a", TensorProto.FLOAT, [n, n]), vi("b", TensorProto.FLOAT, [n, n])],
-        [vi("y", TensorProto.FLOAT, [n, n])],
-    )
-    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    m.ir_version = 9
-    return m
+    return zoo.matmul(n)
 
 
 @pytest.fixture(scope="module")

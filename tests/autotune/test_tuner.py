@@ -12,7 +12,6 @@ from pathlib import Path
 
 import onnx
 import pytest
-from onnx import TensorProto, helper
 
 from autotune.database import Database
 from autotune.measure import MeasureResult, measure
@@ -20,26 +19,16 @@ from autotune.space import SearchSpace
 from autotune.task import Task, anchor_info, extract_tasks
 from autotune.tune_model import tune_tasks
 from autotune.tuner import TuneProgress, tune_task
+from compiler import zoo
 
 pytest.importorskip("xgboost")
 
 
 def matmul_model(n: int = 64) -> onnx.ModelProto:
-    vi = helper.make_tensor_value_info
-    graph = helper.make_graph(
-        [helper.make_node("MatMul", ["a", "b"], ["y"])],
-        "matmul",
-        [vi("a", TensorProto.FLOAT, [n, n]), vi("b", TensorProto.FLOAT, [n, n])],
-        [vi("y", TensorProto.FLOAT, [n, n])],
-    )
-    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    m.ir_version = 9
-    return m
+    return zoo.matmul(n)
 
 
 def mlp_model() -> onnx.ModelProto:
-    from compiler import zoo
-
     return zoo.mlp()
 
 

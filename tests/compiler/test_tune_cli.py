@@ -18,7 +18,8 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
-from onnx import TensorProto, helper
+
+from compiler import zoo
 
 pytest.importorskip("xgboost")
 
@@ -39,16 +40,7 @@ def run_cli(*args: str | Path, timeout: int = 300) -> subprocess.CompletedProces
 
 
 def matmul_model(path: Path, n: int = 64) -> Path:
-    vi = helper.make_tensor_value_info
-    graph = helper.make_graph(
-        [helper.make_node("MatMul", ["a", "b"], ["y"])],
-        "matmul",
-        [vi("a", TensorProto.FLOAT, [n, n]), vi("b", TensorProto.FLOAT, [n, n])],
-        [vi("y", TensorProto.FLOAT, [n, n])],
-    )
-    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    m.ir_version = 9
-    onnx.save(m, path)
+    onnx.save(zoo.matmul(n), path)
     return path
 
 
