@@ -1,21 +1,23 @@
 """The `graph` dialect: one op per model operator, on statically shaped f32 tensors.
 
-This is what the ONNX frontend produces and what `convert-graph-to-linalg` consumes; the
-contract is the graph dialect spec. Every op infers its result types from operands and
-properties with the shared helpers in `dialects.graph_shapes` (used by builder and verifier
-alike), prints as `graph.x %a, %b {props} : (types) -> types`, and carries a `pattern_kind`
-that graph-level fusion reads (TVM's operator pattern kinds).
+This is what the ONNX frontend produces and what `convert-graph-to-linalg` consumes. Every op
+is declared explicitly (operands, typed properties, traits, assembly format) and infers its
+result types from operands and properties with the shared helpers in `dialects.graph_shapes`,
+used by builder and verifier alike. Ops print as `graph.x %a, %b {props} : (types) -> types`.
+The `FusionPattern` trait gives each op the pattern kind that graph-level fusion reads (TVM's
+operator pattern kinds).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from enum import Enum
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 from xdsl.dialects.builtin import (
-    BytesAttr,
+    I64,
     DenseArrayBase,
     DenseIntOrFPElementsAttr,
     Float32Type,
@@ -25,6 +27,7 @@ from xdsl.dialects.builtin import (
     StringAttr,
     TensorType,
     f32,
+    i32,
     i64,
 )
 from xdsl.ir import Attribute, Block, Dialect, Operation, Region, SSAValue
@@ -34,8 +37,10 @@ from xdsl.irdl import (
     OptOperandDef,
     ParamAttrConstraint,
     ParsePropInAttrDict,
+    PropertyDef,
     VarConstraint,
     VarOperandDef,
+    VarResultDef,
     base,
     irdl_op_definition,
     operand_def,
@@ -49,11 +54,21 @@ from xdsl.irdl import (
 )
 from xdsl.parser import Parser, UnresolvedOperand
 from xdsl.printer import Printer
-from xdsl.traits import HasParent, IsolatedFromAbove, IsTerminator
+from xdsl.traits import (
+    HasParent,
+    IsolatedFromAbove,
+    IsTerminator,
+    OpTrait,
+    Pure,
+    RecursiveMemoryEffect,
+)
 from xdsl.utils.exceptions import VerifyException
 
 from dialects import graph_shapes as S
+from dialects.dense import dense_to_numpy, numpy_to_dense
 from dialects.graph_shapes import Shape, ShapeError
+
+# ----------------------------------------------------------------------------- fusion kinds
 
 
 class PatternKind(Enum):
@@ -67,42 +82,62 @@ class PatternKind(Enum):
     OPAQUE = 8
 
 
+@dataclass(frozen=True)
+class FusionPattern(OpTrait):
+    """The op's pattern kind, a static fact of its definition that `fuse-ops` groups by."""
+
+    kind: PatternKind
+
+
+def pattern_kind(op: Operation | type[Operation]) -> PatternKind | None:
+    """The fusion pattern kind of a graph op (or op class); None for ops of other dialects."""
+    trait = op.get_trait(FusionPattern)
+    return None if trait is None else trait.kind
+
+
+# ----------------------------------------------------------------------------- attributes
+
 F32Tensor = TensorType[Float32Type]
-I64 = IntegerType(64)
-I32 = IntegerType(32)
-
-# Python -> attribute conversion is by property name: these are f32, these are strings,
-# sequences are i64 arrays and plain ints are i64.
-_FLOAT_PROPS = frozenset({"alpha", "beta", "epsilon", "min", "max", "value"})
-_STRING_PROPS = frozenset({"approximate", "to"})
+I64Attr = IntegerAttr[I64]
+F32Attr = FloatAttr[Float32Type]
+I64Array = DenseArrayBase[I64]
 
 
-def f32_attr(v: float) -> FloatAttr:
+def f32_attr(v: float) -> F32Attr:
     return FloatAttr(float(v), f32)
 
 
-def i64_attr(v: int) -> IntegerAttr:
+def i64_attr(v: int) -> I64Attr:
     return IntegerAttr(int(v), i64)
 
 
-def ints_attr(v: Sequence[int]) -> DenseArrayBase:
+def ints_attr(v: Sequence[int] | np.ndarray) -> I64Array:
     return DenseArrayBase.from_list(i64, [int(x) for x in v])
 
 
-def _to_attr(name: str, v: Any) -> Attribute:
-    if isinstance(v, Attribute):
-        return v
-    if name in _FLOAT_PROPS:
-        return f32_attr(v)
-    if name in _STRING_PROPS:
-        return StringAttr(v)
-    if isinstance(v, Sequence | np.ndarray):
-        return ints_attr(v)
-    return i64_attr(v)
+_FROM_PYTHON: dict[type[Attribute], Callable[[Any], Attribute]] = {
+    IntegerAttr: i64_attr,
+    FloatAttr: f32_attr,
+    StringAttr: StringAttr,
+    DenseArrayBase: ints_attr,
+}
+"""Builders take plain Python values; the declared property type picks the conversion."""
+
+
+def _property(op: str, name: str, pdef: PropertyDef | None, value: object) -> Attribute:
+    if pdef is None:
+        raise TypeError(f"{op} has no property '{name}'")
+    if isinstance(value, Attribute):
+        return value
+    bases = pdef.constr.get_bases() or set()
+    convert = _FROM_PYTHON.get(next(iter(bases))) if len(bases) == 1 else None
+    if convert is None:
+        raise TypeError(f"{op} property '{name}' must be given as an attribute")
+    return convert(value)
 
 
 def attribute_value(a: Attribute) -> Any:
-    """Property value as a plain Python value (for the shape helpers)."""
+    """Property value as a plain Python value (for the shape helpers and the folders)."""
     if isinstance(a, DenseArrayBase):
         return tuple(a.get_values())
     if isinstance(a, IntegerAttr | FloatAttr):
@@ -112,6 +147,16 @@ def attribute_value(a: Attribute) -> Any:
     return a
 
 
+# ----------------------------------------------------------------------------- base
+
+ValueLike = SSAValue | Operation
+"""An operand as builders accept it: a value, or an op with a single result."""
+
+
+def _value(v: ValueLike) -> SSAValue:
+    return v.results[0] if isinstance(v, Operation) else v
+
+
 def _shape(v: SSAValue) -> Shape:
     t = v.type
     assert isinstance(t, TensorType)
@@ -119,167 +164,94 @@ def _shape(v: SSAValue) -> Shape:
 
 
 class GraphOp(IRDLOperation):
-    """Common base: generic builder with result inference and an inference-based verifier."""
+    """Base of the tensor ops: a builder that infers result types and a verifier that checks them.
+
+    Subclasses declare operands, results and properties and implement `infer_shape`; the
+    builder takes operands positionally (None for an absent optional one, a sequence for a
+    variadic one) and properties as keywords, as attributes or plain Python values.
+    """
 
     irdl_options = (ParsePropInAttrDict(),)
-    assembly_format = "operands attr-dict `:` functional-type(operands, results)"
 
-    if TYPE_CHECKING:
-        pattern_kind: ClassVar[PatternKind]
+    RESULT_ELEMENT_TYPE: ClassVar[Attribute] = f32
 
-    def __init__(self, *operands: SSAValue | Operation | Sequence[SSAValue] | None,
-                 result_types: Sequence[Attribute] | None = None, **props: Any):
-        op_def = type(self).get_irdl_definition()
+    def __init__(self, *operands: ValueLike | Sequence[ValueLike] | None, **props: object):
+        op_def = self.get_irdl_definition()
         if len(operands) != len(op_def.operands):
             raise TypeError(f"{self.name} takes {len(op_def.operands)} operands")
-        groups: list[SSAValue | Sequence[SSAValue]] = []
-        for o in operands:
-            if o is None:
-                groups.append([])
-            elif isinstance(o, Operation):
-                groups.append(o.results[0])
-            elif isinstance(o, SSAValue):
-                groups.append(o)
-            else:
-                groups.append([x.results[0] if isinstance(x, Operation) else x for x in o])
-        attrs = {k: _to_attr(k, v) for k, v in props.items() if v is not None}
-        for name, pdef in op_def.properties.items():
-            if name not in attrs and pdef.default_value is not None:
-                attrs[name] = pdef.default_value
-        if result_types is None:
-            result_types = self.infer_result_types(groups, attrs)
-        super().__init__(operands=groups, result_types=[list(result_types)]
-                         if self._variadic_results() else list(result_types), properties=attrs)
+        groups: list[SSAValue | Sequence[SSAValue] | None] = [
+            o if o is None else _value(o) if isinstance(o, ValueLike) else [_value(v) for v in o]
+            for o in operands
+        ]
+        properties = {
+            k: _property(self.name, k, op_def.properties.get(k), v)
+            for k, v in props.items()
+            if v is not None
+        }
+        result_types = self.infer_result_types(groups, properties)
+        variadic = bool(op_def.results) and isinstance(op_def.results[0][1], VarResultDef)
+        super().__init__(
+            operands=groups,
+            result_types=[result_types] if variadic else result_types,
+            properties=properties,
+        )
 
     @classmethod
-    def _variadic_results(cls) -> bool:
-        return False
-
-    @classmethod
-    def infer_result_types(cls, operands: Sequence[SSAValue | Sequence[SSAValue]],
-                           props: Mapping[str, Attribute]) -> list[Attribute]:
-        """Result types from operand groups (one per operand def) and properties."""
+    def infer_result_types(
+        cls,
+        operands: Sequence[SSAValue | Sequence[SSAValue] | None],
+        props: Mapping[str, Attribute],
+    ) -> list[Attribute]:
+        """Result types from operand groups (one per operand definition) and properties."""
+        op_def = cls.get_irdl_definition()
         shapes: list[Any] = []
-        for (_, odef), g in zip(cls.get_irdl_definition().operands, operands, strict=True):
-            gs = [g] if isinstance(g, SSAValue) else list(g)
+        for (_, odef), group in zip(op_def.operands, operands, strict=True):
+            values = [] if group is None else [group] if isinstance(group, SSAValue) else group
             if isinstance(odef, OptOperandDef):
-                shapes.append(_shape(gs[0]) if gs else None)
+                shapes.append(_shape(values[0]) if values else None)
             elif isinstance(odef, VarOperandDef):
-                shapes.append([_shape(v) for v in gs])
+                shapes.append([_shape(v) for v in values])
             else:
-                shapes.append(_shape(gs[0]))
-        py = {k: attribute_value(v) for k, v in props.items()}
+                shapes.append(_shape(values[0]))
+        defaults = {n: d.default_value for n, d in op_def.properties.items()}
+        given = {k: v for k, v in (defaults | dict(props)).items() if v is not None}
+        py = {k: attribute_value(v) for k, v in given.items()}
         out = cls.infer_shape(shapes, py)
-        outs = out if isinstance(out, list) else [out]
-        return [TensorType(cls.result_element_type(), s) for s in outs]
-
-    @classmethod
-    def result_element_type(cls) -> Attribute:
-        return f32
+        return [
+            TensorType(cls.RESULT_ELEMENT_TYPE, s)
+            for s in (out if isinstance(out, list) else [out])
+        ]
 
     @classmethod
     def infer_shape(cls, shapes: list[Any], p: dict[str, Any]) -> Shape | list[Shape]:
-        """Override: operand shapes (None or shape for optional, list for variadic) -> result."""
-        raise NotImplementedError
-
-    def _operand_groups(self) -> list[SSAValue | Sequence[SSAValue]]:
-        groups: list[SSAValue | Sequence[SSAValue]] = []
-        for name, _ in type(self).get_irdl_definition().operands:
-            v = getattr(self, name)
-            groups.append([] if v is None else v)
-        return groups
+        """Result shape(s) from operand shapes (None for an absent optional operand, a list for
+        a variadic one) and property values."""
+        raise NotImplementedError(f"{cls.name} does not infer its result shape")
 
     def verify_(self) -> None:
-        props = dict(self.properties)
-        for name, pdef in type(self).get_irdl_definition().properties.items():
-            if name not in props and pdef.default_value is not None:
-                props[name] = pdef.default_value
+        groups = [getattr(self, name) for name, _ in self.get_irdl_definition().operands]
         try:
-            expected = self.infer_result_types(self._operand_groups(), props)
+            expected = self.infer_result_types(groups, self.properties)
         except ShapeError as e:
             raise VerifyException(str(e)) from e
         actual = [r.type for r in self.results]
         if len(expected) != len(actual):
             raise VerifyException(f"expected {len(expected)} results, got {len(actual)}")
-        for e, a in zip(expected, actual, strict=True):
-            if e != a:
-                raise VerifyException(f"result type {a} does not match inferred {e}")
-
-
-def _graph_op(kind: PatternKind) -> Callable[[type[GraphOp]], type[GraphOp]]:
-    """irdl_op_definition plus the op's fusion pattern kind (IRDL forbids lowercase ClassVars)."""
-
-    def wrap(cls: type[GraphOp]) -> type[GraphOp]:
-        op = irdl_op_definition(cls)
-        op.pattern_kind = kind  # type: ignore[attr-defined]
-        return op
-
-    return wrap
-
-
-# ----------------------------------------------------------------------------- constant
-
-_T = VarConstraint("T", base(TensorType))
-
-
-@irdl_op_definition
-class ConstantOp(IRDLOperation):
-    """Weights and other import-time values: a dense f32 or i64 tensor."""
-
-    name = "graph.constant"
-    result = result_def(_T)
-    value = prop_def(ParamAttrConstraint(DenseIntOrFPElementsAttr, (_T, AnyAttr())))
-    assembly_format = "attr-dict $value"
-
-    def __init__(self, value: np.ndarray | DenseIntOrFPElementsAttr):
-        if not isinstance(value, DenseIntOrFPElementsAttr):
-            value = dense_attr(value)
-        super().__init__(result_types=[value.type], properties={"value": value})
-
-    def verify_(self) -> None:
-        el = self.value.get_element_type()
-        if el not in (f32, I64):
-            raise VerifyException(f"element type must be f32 or i64, got {el}")
-        n = int(np.prod(self.value.get_shape()))
-        if len(self.value) not in (n, 1):
-            raise VerifyException(f"holds {len(self.value)} values for {n} elements")
-
-
-ConstantOp.pattern_kind = PatternKind.OPAQUE
-
-
-def dense_attr(array: np.ndarray) -> DenseIntOrFPElementsAttr:
-    """A dense f32 (floating input) or i64 (integer/bool input) attr straight from numpy bytes."""
-    a = np.asarray(array)
-    if np.issubdtype(a.dtype, np.floating):
-        el, dt = f32, "<f4"
-    elif np.issubdtype(a.dtype, np.integer) or a.dtype == np.bool_:
-        el, dt = I64, "<i8"
-    else:
-        raise TypeError(f"unsupported constant dtype {a.dtype}")
-    data = np.ascontiguousarray(a, dtype=dt).tobytes()
-    return DenseIntOrFPElementsAttr(TensorType(el, a.shape), BytesAttr(data))
-
-
-def constant_value(op: ConstantOp) -> np.ndarray:
-    """The value of a graph.constant as a (read-only) numpy array, decoded from its bytes."""
-    attr = op.value
-    dt = "<f4" if attr.get_element_type() == f32 else "<i8"
-    shape = attr.get_shape()
-    flat = np.frombuffer(attr.data.data, dtype=dt)
-    if flat.size == 1 and int(np.prod(shape)) != 1:
-        return np.full(shape, flat[0], dtype=dt)
-    return flat.reshape(shape)
+        for want, got in zip(expected, actual, strict=True):
+            if want != got:
+                raise VerifyException(f"result type {got} does not match inferred {want}")
 
 
 # ----------------------------------------------------------------------------- families
 
 
 class UnaryOp(GraphOp):
-    """Elementwise f32 -> f32 op of the same shape."""
+    """One f32 operand; elementwise ops keep its shape."""
 
     x = operand_def(F32Tensor)
     result = result_def(F32Tensor)
+
+    assembly_format = "$x attr-dict `:` functional-type(operands, results)"
 
     @classmethod
     def infer_shape(cls, shapes: list[Any], p: dict[str, Any]) -> Shape:
@@ -293,6 +265,8 @@ class BinaryOp(GraphOp):
     rhs = operand_def(F32Tensor)
     result = result_def(F32Tensor)
 
+    assembly_format = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)"
+
     @classmethod
     def infer_shape(cls, shapes: list[Any], p: dict[str, Any]) -> Shape:
         return S.broadcast(shapes[0], shapes[1])
@@ -303,8 +277,10 @@ class ReduceOp(GraphOp):
 
     x = operand_def(F32Tensor)
     result = result_def(F32Tensor)
-    axes = prop_def(DenseArrayBase, default_value=ints_attr([]))
-    keepdims = prop_def(IntegerAttr, default_value=i64_attr(1))
+    axes = prop_def(I64Array, default_value=ints_attr([]))
+    keepdims = prop_def(I64Attr, default_value=i64_attr(1))
+
+    assembly_format = "$x attr-dict `:` functional-type(operands, results)"
 
     @classmethod
     def infer_shape(cls, shapes: list[Any], p: dict[str, Any]) -> Shape:
@@ -320,7 +296,9 @@ class GlobalPoolOp(UnaryOp):
 
 
 class SoftmaxBase(UnaryOp):
-    axis = prop_def(IntegerAttr)
+    """Normalization along one (normalized) axis."""
+
+    axis = prop_def(I64Attr)
 
     @classmethod
     def infer_shape(cls, shapes: list[Any], p: dict[str, Any]) -> Shape:
@@ -337,114 +315,279 @@ class PoolOp(GraphOp):
 
     x = operand_def(F32Tensor)
     result = result_def(F32Tensor)
-    kernel = prop_def(DenseArrayBase)
-    strides = prop_def(DenseArrayBase, default_value=_ONES2)
-    pads = prop_def(DenseArrayBase, default_value=_ZEROS4)
-    ceil_mode = prop_def(IntegerAttr, default_value=i64_attr(0))
+    kernel = prop_def(I64Array)
+    strides = prop_def(I64Array, default_value=_ONES2)
+    pads = prop_def(I64Array, default_value=_ZEROS4)
+    ceil_mode = prop_def(I64Attr, default_value=i64_attr(0))
+
+    assembly_format = "$x attr-dict `:` functional-type(operands, results)"
 
     @classmethod
     def infer_shape(cls, shapes: list[Any], p: dict[str, Any]) -> Shape:
-        return S.pool2d(shapes[0], p["kernel"], p["strides"], p["pads"],
-                        p.get("dilations", (1, 1)), p["ceil_mode"])
+        dilations = p.get("dilations", (1, 1))  # only max_pool declares dilations
+        return S.pool2d(shapes[0], p["kernel"], p["strides"], p["pads"], dilations, p["ceil_mode"])
+
+
+# ----------------------------------------------------------------------------- constant
+
+_T = VarConstraint("T", base(TensorType))
+
+
+@irdl_op_definition
+class ConstantOp(IRDLOperation):
+    """Weights and other import-time values: a dense f32 or i64 tensor."""
+
+    name = "graph.constant"
+    result = result_def(_T)
+    value = prop_def(ParamAttrConstraint(DenseIntOrFPElementsAttr, (_T, AnyAttr())))
+    traits = traits_def(Pure(), FusionPattern(PatternKind.OPAQUE))
+
+    assembly_format = "attr-dict $value"
+
+    def __init__(self, value: np.ndarray | DenseIntOrFPElementsAttr):
+        if not isinstance(value, DenseIntOrFPElementsAttr):
+            value = dense_attr(value)
+        super().__init__(result_types=[value.type], properties={"value": value})
+
+    def verify_(self) -> None:
+        el = self.value.get_element_type()
+        if el not in (f32, i64):
+            raise VerifyException(f"element type must be f32 or i64, got {el}")
+        n = int(np.prod(self.value.get_shape()))
+        if len(self.value) not in (n, 1):
+            raise VerifyException(f"holds {len(self.value)} values for {n} elements")
+
+
+def dense_attr(array: np.ndarray) -> DenseIntOrFPElementsAttr:
+    """A dense f32 (floating input) or i64 (integer/bool input) attr: the graph dialect's two
+    constant element types."""
+    a = np.asarray(array)
+    if np.issubdtype(a.dtype, np.floating):
+        return numpy_to_dense(a.astype(np.float32, copy=False))
+    if np.issubdtype(a.dtype, np.integer) or a.dtype == np.bool_:
+        return numpy_to_dense(a.astype(np.int64, copy=False))
+    raise TypeError(f"unsupported constant dtype {a.dtype}")
+
+
+def constant_value(op: ConstantOp) -> np.ndarray:
+    """The value of a graph.constant as a (read-only) numpy array, decoded from its bytes."""
+    return dense_to_numpy(op.value)
 
 
 # ----------------------------------------------------------------------------- elementwise
 
 
-def _unary(name: str, doc: str) -> type[GraphOp]:
-    cls = type(name.title().replace("_", "") + "Op", (UnaryOp,),
-               {"name": f"graph.{name}", "__doc__": doc, "__module__": __name__})
-    return _graph_op(PatternKind.ELEMENTWISE)(cls)
+@irdl_op_definition
+class SqrtOp(UnaryOp):
+    """Elementwise square root."""
+
+    name = "graph.sqrt"
+    traits = traits_def(Pure(), FusionPattern(PatternKind.ELEMENTWISE))
 
 
-SqrtOp = _unary("sqrt", "Elementwise square root.")
-ExpOp = _unary("exp", "Elementwise e**x.")
-LogOp = _unary("log", "Elementwise natural logarithm.")
-NegOp = _unary("neg", "Elementwise negation.")
-AbsOp = _unary("abs", "Elementwise absolute value.")
-ReciprocalOp = _unary("reciprocal", "Elementwise 1/x.")
-ReluOp = _unary("relu", "max(x, 0).")
-SigmoidOp = _unary("sigmoid", "1 / (1 + exp(-x)).")
-TanhOp = _unary("tanh", "Elementwise hyperbolic tangent.")
-ErfOp = _unary("erf", "Elementwise Gauss error function.")
-HardSwishOp = _unary("hard_swish", "x * max(0, min(1, x/6 + 1/2)).")
-IdentityOp = _unary("identity", "Pass-through; removed by simplification.")
-DropoutOp = _unary("dropout", "Inference-mode dropout, an identity; removed by simplification.")
+@irdl_op_definition
+class ExpOp(UnaryOp):
+    """Elementwise e**x."""
+
+    name = "graph.exp"
+    traits = traits_def(Pure(), FusionPattern(PatternKind.ELEMENTWISE))
 
 
-@_graph_op(PatternKind.ELEMENTWISE)
+@irdl_op_definition
+class LogOp(UnaryOp):
+    """Elementwise natural logarithm."""
+
+    name = "graph.log"
+    traits = traits_def(Pure(), FusionPattern(PatternKind.ELEMENTWISE))
+
+
+@irdl_op_definition
+class NegOp(UnaryOp):
+    """Elementwise negation."""
+
+    name = "graph.neg"
+    traits = traits_def(Pure(), FusionPattern(PatternKind.ELEMENTWISE))
+
+
+@irdl_op_definition
+class AbsOp(UnaryOp):
+    """Elementwise absolute value."""
+
+    name = "graph.abs"
+    traits = traits_def(Pure(), FusionPattern(PatternKind.ELEMENTWISE))
+
+
+@irdl_op_definition
+class ReciprocalOp(UnaryOp):
+    """Elementwise 1/x."""
+
+    name = "graph.reciprocal"
+    traits = traits_def(Pure(), FusionPattern(PatternKind.ELEMENTWISE))
+
+
+@irdl_op_definition
+class ReluOp(UnaryOp):
+    """max(x, 0)."""
+
+    name = "graph.relu"
+    traits = traits_def(Pure(), FusionPattern(PatternKind.ELEMENTWISE))
+
+
+@irdl_op_definition
+class SigmoidOp(UnaryOp):
+    """1 / (1 + exp(-x))."""
+
+    name = "graph.sigmoid"
+    traits = traits_def(Pure(), FusionPattern(PatternKind.ELEMENTWISE))
+
+
+@irdl_op_definition
+class TanhOp(UnaryOp):
+    """Elementwise hyperbolic tangent."""
+
+    name = "graph.tanh"
+    traits = traits_def(Pure(), FusionPattern(PatternKind.ELEMENTWISE))
+
+
+@irdl_op_definition
+class ErfOp(UnaryOp):
+    """Elementwise Gauss error function."""
+
+    name = "graph.erf"
+    traits = traits_def(Pure(), FusionPattern(PatternKind.ELEMENTWISE))
+
+
+@irdl_op_definition
+class HardSwishOp(UnaryOp):
+    """x * max(0, min(1, x/6 + 1/2))."""
+
+    name = "graph.hard_swish"
+    traits = traits_def(Pure(), FusionPattern(PatternKind.ELEMENTWISE))
+
+
+@irdl_op_definition
+class IdentityOp(UnaryOp):
+    """Pass-through; removed by simplification."""
+
+    name = "graph.identity"
+    traits = traits_def(Pure(), FusionPattern(PatternKind.ELEMENTWISE))
+
+
+@irdl_op_definition
+class DropoutOp(UnaryOp):
+    """Inference-mode dropout, an identity; removed by simplification."""
+
+    name = "graph.dropout"
+    traits = traits_def(Pure(), FusionPattern(PatternKind.ELEMENTWISE))
+
+
+@irdl_op_definition
 class LeakyReluOp(UnaryOp):
     """x if x >= 0 else alpha * x."""
 
     name = "graph.leaky_relu"
-    alpha = prop_def(FloatAttr, default_value=f32_attr(0.01))
+    alpha = prop_def(F32Attr, default_value=f32_attr(0.01))
+    traits = traits_def(Pure(), FusionPattern(PatternKind.ELEMENTWISE))
 
 
-@_graph_op(PatternKind.ELEMENTWISE)
+@irdl_op_definition
 class HardSigmoidOp(UnaryOp):
     """max(0, min(1, alpha * x + beta))."""
 
     name = "graph.hard_sigmoid"
-    alpha = prop_def(FloatAttr, default_value=f32_attr(0.2))
-    beta = prop_def(FloatAttr, default_value=f32_attr(0.5))
+    alpha = prop_def(F32Attr, default_value=f32_attr(0.2))
+    beta = prop_def(F32Attr, default_value=f32_attr(0.5))
+    traits = traits_def(Pure(), FusionPattern(PatternKind.ELEMENTWISE))
 
 
-@_graph_op(PatternKind.ELEMENTWISE)
+@irdl_op_definition
 class ClipOp(UnaryOp):
     """min(max(x, min), max); absent bounds are -inf / +inf."""
 
     name = "graph.clip"
-    min = prop_def(FloatAttr, default_value=f32_attr(float("-inf")))
-    max = prop_def(FloatAttr, default_value=f32_attr(float("inf")))
+    min = prop_def(F32Attr, default_value=f32_attr(float("-inf")))
+    max = prop_def(F32Attr, default_value=f32_attr(float("inf")))
+    traits = traits_def(Pure(), FusionPattern(PatternKind.ELEMENTWISE))
 
 
-@_graph_op(PatternKind.ELEMENTWISE)
+@irdl_op_definition
 class GeluOp(UnaryOp):
     """Gaussian error linear unit, exact ("none") or tanh-approximated."""
 
     name = "graph.gelu"
     approximate = prop_def(StringAttr, default_value=StringAttr("none"))
+    traits = traits_def(Pure(), FusionPattern(PatternKind.ELEMENTWISE))
 
     @classmethod
     def infer_shape(cls, shapes: list[Any], p: dict[str, Any]) -> Shape:
         if p["approximate"] not in ("none", "tanh"):
-            raise ShapeError(f"approximate must be \"none\" or \"tanh\", got \"{p['approximate']}\"")
+            raise ShapeError(f'approximate must be "none" or "tanh", got "{p["approximate"]}"')
         return shapes[0]
 
 
-@_graph_op(PatternKind.ELEMENTWISE)
+@irdl_op_definition
 class CastOp(GraphOp):
-    """Conversion to f32 (the only supported target type)."""
+    """Conversion to f32 (the only supported target type) from any element type."""
 
     name = "graph.cast"
     x = operand_def(TensorType)
     result = result_def(F32Tensor)
     to = prop_def(StringAttr, default_value=StringAttr("f32"))
+    traits = traits_def(Pure(), FusionPattern(PatternKind.ELEMENTWISE))
+
+    assembly_format = "$x attr-dict `:` functional-type(operands, results)"
 
     @classmethod
     def infer_shape(cls, shapes: list[Any], p: dict[str, Any]) -> Shape:
         if p["to"] != "f32":
-            raise ShapeError(f"only cast to \"f32\" is supported, got \"{p['to']}\"")
+            raise ShapeError(f'only cast to "f32" is supported, got "{p["to"]}"')
         return shapes[0]
 
 
-def _binary(name: str, doc: str) -> type[GraphOp]:
-    cls = type(name.title() + "Op", (BinaryOp,),
-               {"name": f"graph.{name}", "__doc__": doc, "__module__": __name__})
-    return _graph_op(PatternKind.BROADCAST)(cls)
+@irdl_op_definition
+class AddOp(BinaryOp):
+    """lhs + rhs with numpy broadcasting."""
+
+    name = "graph.add"
+    traits = traits_def(Pure(), FusionPattern(PatternKind.BROADCAST))
 
 
-AddOp = _binary("add", "lhs + rhs with numpy broadcasting.")
-SubOp = _binary("sub", "lhs - rhs with numpy broadcasting.")
-MulOp = _binary("mul", "lhs * rhs with numpy broadcasting.")
-DivOp = _binary("div", "lhs / rhs with numpy broadcasting.")
-PowOp = _binary("pow", "lhs ** rhs with numpy broadcasting.")
+@irdl_op_definition
+class SubOp(BinaryOp):
+    """lhs - rhs with numpy broadcasting."""
+
+    name = "graph.sub"
+    traits = traits_def(Pure(), FusionPattern(PatternKind.BROADCAST))
+
+
+@irdl_op_definition
+class MulOp(BinaryOp):
+    """lhs * rhs with numpy broadcasting."""
+
+    name = "graph.mul"
+    traits = traits_def(Pure(), FusionPattern(PatternKind.BROADCAST))
+
+
+@irdl_op_definition
+class DivOp(BinaryOp):
+    """lhs / rhs with numpy broadcasting."""
+
+    name = "graph.div"
+    traits = traits_def(Pure(), FusionPattern(PatternKind.BROADCAST))
+
+
+@irdl_op_definition
+class PowOp(BinaryOp):
+    """lhs ** rhs with numpy broadcasting."""
+
+    name = "graph.pow"
+    traits = traits_def(Pure(), FusionPattern(PatternKind.BROADCAST))
 
 
 # ----------------------------------------------------------------------------- linear algebra
 
 
-@_graph_op(PatternKind.OUT_FUSABLE)
+@irdl_op_definition
 class ConvOp(GraphOp):
     """2-D convolution (NCHW); pads are explicit (top, left, bottom, right)."""
 
@@ -453,19 +596,21 @@ class ConvOp(GraphOp):
     w = operand_def(F32Tensor)
     bias = opt_operand_def(F32Tensor)
     result = result_def(F32Tensor)
-    strides = prop_def(DenseArrayBase, default_value=_ONES2)
-    pads = prop_def(DenseArrayBase, default_value=_ZEROS4)
-    dilations = prop_def(DenseArrayBase, default_value=_ONES2)
-    group = prop_def(IntegerAttr, default_value=i64_attr(1))
+    strides = prop_def(I64Array, default_value=_ONES2)
+    pads = prop_def(I64Array, default_value=_ZEROS4)
+    dilations = prop_def(I64Array, default_value=_ONES2)
+    group = prop_def(I64Attr, default_value=i64_attr(1))
+    traits = traits_def(Pure(), FusionPattern(PatternKind.OUT_FUSABLE))
+
+    assembly_format = "$x `,` $w (`,` $bias^)? attr-dict `:` functional-type(operands, results)"
 
     @classmethod
     def infer_shape(cls, shapes: list[Any], p: dict[str, Any]) -> Shape:
-        bias = shapes[2]
-        return S.conv2d(shapes[0], shapes[1], bias, p["strides"], p["pads"], p["dilations"],
-                        p["group"])
+        x, w, bias = shapes
+        return S.conv2d(x, w, bias, p["strides"], p["pads"], p["dilations"], p["group"])
 
 
-@_graph_op(PatternKind.OUT_FUSABLE)
+@irdl_op_definition
 class MatmulOp(GraphOp):
     """numpy.matmul: 1-D operands and batch broadcasting."""
 
@@ -473,13 +618,16 @@ class MatmulOp(GraphOp):
     a = operand_def(F32Tensor)
     b = operand_def(F32Tensor)
     result = result_def(F32Tensor)
+    traits = traits_def(Pure(), FusionPattern(PatternKind.OUT_FUSABLE))
+
+    assembly_format = "$a `,` $b attr-dict `:` functional-type(operands, results)"
 
     @classmethod
     def infer_shape(cls, shapes: list[Any], p: dict[str, Any]) -> Shape:
         return S.matmul(shapes[0], shapes[1])
 
 
-@_graph_op(PatternKind.OUT_FUSABLE)
+@irdl_op_definition
 class GemmOp(GraphOp):
     """ONNX Gemm: alpha * op(a) @ op(b) + beta * c."""
 
@@ -488,35 +636,40 @@ class GemmOp(GraphOp):
     b = operand_def(F32Tensor)
     c = opt_operand_def(F32Tensor)
     result = result_def(F32Tensor)
-    alpha = prop_def(FloatAttr, default_value=f32_attr(1.0))
-    beta = prop_def(FloatAttr, default_value=f32_attr(1.0))
-    trans_a = prop_def(IntegerAttr, default_value=i64_attr(0))
-    trans_b = prop_def(IntegerAttr, default_value=i64_attr(0))
+    alpha = prop_def(F32Attr, default_value=f32_attr(1.0))
+    beta = prop_def(F32Attr, default_value=f32_attr(1.0))
+    trans_a = prop_def(I64Attr, default_value=i64_attr(0))
+    trans_b = prop_def(I64Attr, default_value=i64_attr(0))
+    traits = traits_def(Pure(), FusionPattern(PatternKind.OUT_FUSABLE))
+
+    assembly_format = "$a `,` $b (`,` $c^)? attr-dict `:` functional-type(operands, results)"
 
     @classmethod
     def infer_shape(cls, shapes: list[Any], p: dict[str, Any]) -> Shape:
-        c = shapes[2]
-        return S.gemm(shapes[0], shapes[1], c, p["trans_a"], p["trans_b"])
+        a, b, c = shapes
+        return S.gemm(a, b, c, p["trans_a"], p["trans_b"])
 
 
 # ----------------------------------------------------------------------------- normalization
 
 
-@_graph_op(PatternKind.OPAQUE)
+@irdl_op_definition
 class SoftmaxOp(SoftmaxBase):
     """exp(x) / sum(exp(x)) along one axis."""
 
     name = "graph.softmax"
+    traits = traits_def(Pure(), FusionPattern(PatternKind.OPAQUE))
 
 
-@_graph_op(PatternKind.OPAQUE)
+@irdl_op_definition
 class LogSoftmaxOp(SoftmaxBase):
     """log(softmax(x)) along one axis."""
 
     name = "graph.log_softmax"
+    traits = traits_def(Pure(), FusionPattern(PatternKind.OPAQUE))
 
 
-@_graph_op(PatternKind.OPAQUE)
+@irdl_op_definition
 class LayerNormOp(GraphOp):
     """Normalization over dims [axis, rank), then scale and optional bias."""
 
@@ -525,16 +678,19 @@ class LayerNormOp(GraphOp):
     scale = operand_def(F32Tensor)
     bias = opt_operand_def(F32Tensor)
     result = result_def(F32Tensor)
-    axis = prop_def(IntegerAttr)
-    epsilon = prop_def(FloatAttr, default_value=f32_attr(1e-5))
+    axis = prop_def(I64Attr)
+    epsilon = prop_def(F32Attr, default_value=f32_attr(1e-5))
+    traits = traits_def(Pure(), FusionPattern(PatternKind.OPAQUE))
+
+    assembly_format = "$x `,` $scale (`,` $bias^)? attr-dict `:` functional-type(operands, results)"
 
     @classmethod
     def infer_shape(cls, shapes: list[Any], p: dict[str, Any]) -> Shape:
-        bias = shapes[2]
-        return S.layer_norm(shapes[0], shapes[1], bias, p["axis"])
+        x, scale, bias = shapes
+        return S.layer_norm(x, scale, bias, p["axis"])
 
 
-@_graph_op(PatternKind.BROADCAST)
+@irdl_op_definition
 class BatchNormOp(GraphOp):
     """Inference batch normalization over channel dim 1."""
 
@@ -545,7 +701,13 @@ class BatchNormOp(GraphOp):
     mean = operand_def(F32Tensor)
     var = operand_def(F32Tensor)
     result = result_def(F32Tensor)
-    epsilon = prop_def(FloatAttr, default_value=f32_attr(1e-5))
+    epsilon = prop_def(F32Attr, default_value=f32_attr(1e-5))
+    traits = traits_def(Pure(), FusionPattern(PatternKind.BROADCAST))
+
+    assembly_format = (
+        "$x `,` $scale `,` $bias `,` $mean `,` $var attr-dict `:` "
+        "functional-type(operands, results)"
+    )
 
     @classmethod
     def infer_shape(cls, shapes: list[Any], p: dict[str, Any]) -> Shape:
@@ -555,20 +717,22 @@ class BatchNormOp(GraphOp):
 # ----------------------------------------------------------------------------- pooling
 
 
-@_graph_op(PatternKind.OUT_FUSABLE)
+@irdl_op_definition
 class MaxPoolOp(PoolOp):
     """Max over a window; padding never wins."""
 
     name = "graph.max_pool"
-    dilations = prop_def(DenseArrayBase, default_value=_ONES2)
+    dilations = prop_def(I64Array, default_value=_ONES2)
+    traits = traits_def(Pure(), FusionPattern(PatternKind.OUT_FUSABLE))
 
 
-@_graph_op(PatternKind.OUT_FUSABLE)
+@irdl_op_definition
 class AvgPoolOp(PoolOp):
     """Average over a window, padding counted only if count_include_pad."""
 
     name = "graph.avg_pool"
-    count_include_pad = prop_def(IntegerAttr, default_value=i64_attr(0))
+    count_include_pad = prop_def(I64Attr, default_value=i64_attr(0))
+    traits = traits_def(Pure(), FusionPattern(PatternKind.OUT_FUSABLE))
 
     @classmethod
     def infer_shape(cls, shapes: list[Any], p: dict[str, Any]) -> Shape:
@@ -577,117 +741,140 @@ class AvgPoolOp(PoolOp):
         return super().infer_shape(shapes, p)
 
 
-@_graph_op(PatternKind.REDUCTION)
+@irdl_op_definition
 class GlobalAvgPoolOp(GlobalPoolOp):
     """Mean over all spatial dims."""
 
     name = "graph.global_avg_pool"
+    traits = traits_def(Pure(), FusionPattern(PatternKind.REDUCTION))
 
 
-@_graph_op(PatternKind.REDUCTION)
+@irdl_op_definition
 class GlobalMaxPoolOp(GlobalPoolOp):
     """Max over all spatial dims."""
 
     name = "graph.global_max_pool"
+    traits = traits_def(Pure(), FusionPattern(PatternKind.REDUCTION))
 
 
 # ----------------------------------------------------------------------------- reductions
 
 
-@_graph_op(PatternKind.REDUCTION)
+@irdl_op_definition
 class ReduceMeanOp(ReduceOp):
+    """Mean over `axes`."""
+
     name = "graph.reduce_mean"
+    traits = traits_def(Pure(), FusionPattern(PatternKind.REDUCTION))
 
 
-@_graph_op(PatternKind.REDUCTION)
+@irdl_op_definition
 class ReduceSumOp(ReduceOp):
+    """Sum over `axes`."""
+
     name = "graph.reduce_sum"
+    traits = traits_def(Pure(), FusionPattern(PatternKind.REDUCTION))
 
 
-@_graph_op(PatternKind.REDUCTION)
+@irdl_op_definition
 class ReduceMaxOp(ReduceOp):
+    """Max over `axes`."""
+
     name = "graph.reduce_max"
+    traits = traits_def(Pure(), FusionPattern(PatternKind.REDUCTION))
 
 
 # ----------------------------------------------------------------------------- data movement
 
 
-@_graph_op(PatternKind.INJECTIVE)
+@irdl_op_definition
 class ReshapeOp(GraphOp):
-    """Same elements, new shape (given by the result type)."""
+    """Same elements, new shape; the target shape is the result type, not a property."""
 
     name = "graph.reshape"
     x = operand_def(F32Tensor)
     result = result_def(F32Tensor)
+    traits = traits_def(Pure(), FusionPattern(PatternKind.INJECTIVE))
 
-    def __init__(self, x: SSAValue | Operation, shape: Sequence[int]):
-        super().__init__(x, result_types=[TensorType(f32, list(shape))])
+    assembly_format = "$x attr-dict `:` functional-type(operands, results)"
+
+    def __init__(self, x: ValueLike, shape: Sequence[int]):
+        # the target shape is given, so the inferring builder of GraphOp does not apply
+        IRDLOperation.__init__(self, operands=[x], result_types=[TensorType(f32, list(shape))])
 
     def verify_(self) -> None:
         src, dst = _shape(self.x), _shape(self.result)
         if int(np.prod(src)) != int(np.prod(dst)):
             raise VerifyException(
-                f"cannot reshape {list(src)} into {list(dst)}: element counts differ")
+                f"cannot reshape {list(src)} into {list(dst)}: element counts differ"
+            )
 
 
-@_graph_op(PatternKind.INJECTIVE)
+@irdl_op_definition
 class FlattenOp(UnaryOp):
     """Collapse to 2-D: dims [0, axis) and [axis, rank)."""
 
     name = "graph.flatten"
-    axis = prop_def(IntegerAttr, default_value=i64_attr(1))
+    axis = prop_def(I64Attr, default_value=i64_attr(1))
+    traits = traits_def(Pure(), FusionPattern(PatternKind.INJECTIVE))
 
     @classmethod
     def infer_shape(cls, shapes: list[Any], p: dict[str, Any]) -> Shape:
         return S.flatten(shapes[0], p["axis"])
 
 
-@_graph_op(PatternKind.INJECTIVE)
+@irdl_op_definition
 class SqueezeOp(UnaryOp):
     """Remove the given unit dims."""
 
     name = "graph.squeeze"
-    axes = prop_def(DenseArrayBase)
+    axes = prop_def(I64Array)
+    traits = traits_def(Pure(), FusionPattern(PatternKind.INJECTIVE))
 
     @classmethod
     def infer_shape(cls, shapes: list[Any], p: dict[str, Any]) -> Shape:
         return S.squeeze(shapes[0], p["axes"])
 
 
-@_graph_op(PatternKind.INJECTIVE)
+@irdl_op_definition
 class UnsqueezeOp(UnaryOp):
     """Insert unit dims at the given result positions."""
 
     name = "graph.unsqueeze"
-    axes = prop_def(DenseArrayBase)
+    axes = prop_def(I64Array)
+    traits = traits_def(Pure(), FusionPattern(PatternKind.INJECTIVE))
 
     @classmethod
     def infer_shape(cls, shapes: list[Any], p: dict[str, Any]) -> Shape:
         return S.unsqueeze(shapes[0], p["axes"])
 
 
-@_graph_op(PatternKind.INJECTIVE)
+@irdl_op_definition
 class TransposeOp(UnaryOp):
     """Permute dims: result dim i is input dim perm[i]."""
 
     name = "graph.transpose"
-    perm = prop_def(DenseArrayBase)
+    perm = prop_def(I64Array)
+    traits = traits_def(Pure(), FusionPattern(PatternKind.INJECTIVE))
 
     @classmethod
     def infer_shape(cls, shapes: list[Any], p: dict[str, Any]) -> Shape:
         return S.transpose(shapes[0], p["perm"])
 
 
-@_graph_op(PatternKind.INJECTIVE)
+@irdl_op_definition
 class ConcatOp(GraphOp):
     """Join inputs along one axis."""
 
     name = "graph.concat"
     inputs = var_operand_def(F32Tensor)
     result = result_def(F32Tensor)
-    axis = prop_def(IntegerAttr)
+    axis = prop_def(I64Attr)
+    traits = traits_def(Pure(), FusionPattern(PatternKind.INJECTIVE))
 
-    def __init__(self, inputs: Sequence[SSAValue | Operation], axis: int):
+    assembly_format = "$inputs attr-dict `:` functional-type(operands, results)"
+
+    def __init__(self, inputs: Sequence[ValueLike], axis: int | IntegerAttr):
         super().__init__(list(inputs), axis=axis)
 
     @classmethod
@@ -695,40 +882,40 @@ class ConcatOp(GraphOp):
         return S.concat(shapes[0], p["axis"])
 
 
-@_graph_op(PatternKind.INJECTIVE)
+@irdl_op_definition
 class SplitOp(GraphOp):
     """Cut along one axis into pieces of the given sizes (one result each)."""
 
     name = "graph.split"
     x = operand_def(F32Tensor)
     outputs = var_result_def(F32Tensor)
-    axis = prop_def(IntegerAttr)
-    sizes = prop_def(DenseArrayBase)
+    axis = prop_def(I64Attr)
+    sizes = prop_def(I64Array)
+    traits = traits_def(Pure(), FusionPattern(PatternKind.INJECTIVE))
 
-    @classmethod
-    def _variadic_results(cls) -> bool:
-        return True
+    assembly_format = "$x attr-dict `:` functional-type(operands, results)"
 
     @classmethod
     def infer_shape(cls, shapes: list[Any], p: dict[str, Any]) -> list[Shape]:
         return S.split(shapes[0], p["axis"], p["sizes"])
 
 
-@_graph_op(PatternKind.INJECTIVE)
+@irdl_op_definition
 class SliceOp(UnaryOp):
     """Strided slice with fully normalized per-dim starts/ends (exclusive)/steps."""
 
     name = "graph.slice"
-    starts = prop_def(DenseArrayBase)
-    ends = prop_def(DenseArrayBase)
-    steps = prop_def(DenseArrayBase)
+    starts = prop_def(I64Array)
+    ends = prop_def(I64Array)
+    steps = prop_def(I64Array)
+    traits = traits_def(Pure(), FusionPattern(PatternKind.INJECTIVE))
 
     @classmethod
     def infer_shape(cls, shapes: list[Any], p: dict[str, Any]) -> Shape:
         return S.slice_(shapes[0], p["starts"], p["ends"], p["steps"])
 
 
-@_graph_op(PatternKind.INJECTIVE)
+@irdl_op_definition
 class GatherOp(GraphOp):
     """ONNX Gather along one axis; negative indices count from the end."""
 
@@ -736,43 +923,49 @@ class GatherOp(GraphOp):
     data = operand_def(F32Tensor)
     indices = operand_def(TensorType[IntegerType])
     result = result_def(F32Tensor)
-    axis = prop_def(IntegerAttr, default_value=i64_attr(0))
+    axis = prop_def(I64Attr, default_value=i64_attr(0))
+    traits = traits_def(Pure(), FusionPattern(PatternKind.INJECTIVE))
+
+    assembly_format = "$data `,` $indices attr-dict `:` functional-type(operands, results)"
 
     @classmethod
     def infer_shape(cls, shapes: list[Any], p: dict[str, Any]) -> Shape:
         return S.gather(shapes[0], shapes[1], p["axis"])
 
     def verify_(self) -> None:
-        el = self.indices.type.get_element_type()  # type: ignore[attr-defined]
-        if el not in (I64, I32):
+        t = self.indices.type
+        el = t.get_element_type() if isinstance(t, TensorType) else t
+        if el not in (i64, i32):
             raise VerifyException(f"indices must be i64 or i32, got {el}")
         super().verify_()
 
 
-@_graph_op(PatternKind.INJECTIVE)
+@irdl_op_definition
 class PadOp(UnaryOp):
     """Constant padding: pads = begins then ends (negative crops)."""
 
     name = "graph.pad"
-    pads = prop_def(DenseArrayBase)
-    value = prop_def(FloatAttr, default_value=f32_attr(0.0))
+    pads = prop_def(I64Array)
+    value = prop_def(F32Attr, default_value=f32_attr(0.0))
+    traits = traits_def(Pure(), FusionPattern(PatternKind.INJECTIVE))
 
     @classmethod
     def infer_shape(cls, shapes: list[Any], p: dict[str, Any]) -> Shape:
         return S.pad(shapes[0], p["pads"])
 
 
-@_graph_op(PatternKind.OPAQUE)
+@irdl_op_definition
 class ShapeOp(GraphOp):
     """The shape of a tensor as a 1-D i64 tensor (the frontend folds it)."""
 
     name = "graph.shape"
     x = operand_def(TensorType)
     result = result_def(TensorType[IntegerType])
+    traits = traits_def(Pure(), FusionPattern(PatternKind.OPAQUE))
 
-    @classmethod
-    def result_element_type(cls) -> Attribute:
-        return I64
+    assembly_format = "$x attr-dict `:` functional-type(operands, results)"
+
+    RESULT_ELEMENT_TYPE: ClassVar[Attribute] = i64
 
     @classmethod
     def infer_shape(cls, shapes: list[Any], p: dict[str, Any]) -> Shape:
@@ -785,6 +978,10 @@ class ShapeOp(GraphOp):
 _PATTERN_NAMES = frozenset(k.name.lower() for k in PatternKind)
 
 
+def _types(types: Sequence[Attribute]) -> str:
+    return ", ".join(map(str, types))
+
+
 @irdl_op_definition
 class FusedOp(IRDLOperation):
     """A group of graph ops that becomes one kernel (made by `fuse-ops`).
@@ -792,7 +989,9 @@ class FusedOp(IRDLOperation):
     The single block's arguments stand for the operands (same types); constants the group uses
     are cloned inside (the region is isolated from above); `graph.yield` returns the results.
     `name` joins the members' short names with '+', `pattern` is the group's dominant pattern
-    kind ("out_fusable", "reduction", "injective", "broadcast", "elementwise").
+    kind ("out_fusable", "reduction", "injective", "broadcast", "elementwise"). The pattern
+    prints as a bare word, which a declarative format cannot do for a string, hence the custom
+    syntax:
 
         %r = graph.fused "conv+add+relu" out_fusable (%x, %y) : (T0, T1) -> T2 {
         ^bb0(%a: T0, %b: T1):
@@ -807,13 +1006,24 @@ class FusedOp(IRDLOperation):
     body = region_def("single_block")
     kernel_name = prop_def(StringAttr, prop_name="name")
     pattern = prop_def(StringAttr)
-    traits = traits_def(IsolatedFromAbove())
+    traits = traits_def(
+        IsolatedFromAbove(), RecursiveMemoryEffect(), FusionPattern(PatternKind.OPAQUE)
+    )
 
-    def __init__(self, name: str, pattern: str, inputs: Sequence[SSAValue],
-                 result_types: Sequence[Attribute], body: Region):
-        super().__init__(operands=[list(inputs)], result_types=[list(result_types)],
-                         properties={"name": StringAttr(name), "pattern": StringAttr(pattern)},
-                         regions=[body])
+    def __init__(
+        self,
+        name: str,
+        pattern: str,
+        inputs: Sequence[SSAValue],
+        result_types: Sequence[Attribute],
+        body: Region,
+    ):
+        super().__init__(
+            operands=[list(inputs)],
+            result_types=[list(result_types)],
+            properties={"name": StringAttr(name), "pattern": StringAttr(pattern)},
+            regions=[body],
+        )
 
     @property
     def block(self) -> Block:
@@ -824,15 +1034,17 @@ class FusedOp(IRDLOperation):
             raise VerifyException("graph.fused needs a non-empty name")
         if self.pattern.data not in _PATTERN_NAMES:
             raise VerifyException(
-                f"unknown pattern \"{self.pattern.data}\", expected one of "
-                + ", ".join(sorted(_PATTERN_NAMES)))
+                f'unknown pattern "{self.pattern.data}", expected one of '
+                + ", ".join(sorted(_PATTERN_NAMES))
+            )
         block = self.body.block
         arg_types = [a.type for a in block.args]
         in_types = [v.type for v in self.inputs]
         if arg_types != in_types:
             raise VerifyException(
-                f"block argument types ({', '.join(map(str, arg_types))}) do not match "
-                f"operand types ({', '.join(map(str, in_types))})")
+                f"block argument types ({_types(arg_types)}) do not match "
+                f"operand types ({_types(in_types)})"
+            )
         last = block.last_op
         if not isinstance(last, YieldOp):
             raise VerifyException("graph.fused body must end with graph.yield")
@@ -840,8 +1052,8 @@ class FusedOp(IRDLOperation):
         want = [r.type for r in self.outputs]
         if got != want:
             raise VerifyException(
-                f"graph.yield types ({', '.join(map(str, got))}) do not match "
-                f"result types ({', '.join(map(str, want))})")
+                f"graph.yield types ({_types(got)}) do not match result types ({_types(want)})"
+            )
 
     def print(self, printer: Printer) -> None:
         printer.print_string(" ")
@@ -849,12 +1061,10 @@ class FusedOp(IRDLOperation):
         printer.print_string(f" {self.pattern.data} (")
         printer.print_list(self.inputs, printer.print_operand)
         printer.print_string(") : ")
-        printer.print_function_type([v.type for v in self.inputs],
-                                    [r.type for r in self.outputs])
-        extra = {k: v for k, v in self.attributes.items()}
-        if extra:
+        printer.print_function_type([v.type for v in self.inputs], [r.type for r in self.outputs])
+        if self.attributes:
             printer.print_string(" attributes ")
-            printer.print_attr_dict(extra)
+            printer.print_attr_dict(self.attributes)
         printer.print_string(" ")
         printer.print_region(self.body, print_entry_block_args=True)
 
@@ -863,7 +1073,8 @@ class FusedOp(IRDLOperation):
         name = parser.parse_str_literal("kernel name")
         pattern = parser.parse_identifier("pattern kind")
         operands: list[UnresolvedOperand] = parser.parse_comma_separated_list(
-            parser.Delimiter.PAREN, parser.parse_unresolved_operand)
+            parser.Delimiter.PAREN, parser.parse_unresolved_operand
+        )
         parser.parse_punctuation(":")
         pos = parser.pos
         ftype = parser.parse_function_type()
@@ -885,18 +1096,17 @@ class YieldOp(IRDLOperation):
 
     name = "graph.yield"
     values = var_operand_def(TensorType)
-    traits = traits_def(IsTerminator(), HasParent(FusedOp))
+    traits = traits_def(
+        IsTerminator(), HasParent(FusedOp), Pure(), FusionPattern(PatternKind.OPAQUE)
+    )
+
     assembly_format = "attr-dict ($values^ `:` type($values))?"
 
     def __init__(self, *values: SSAValue):
         super().__init__(operands=[list(values)])
 
 
-FusedOp.pattern_kind = PatternKind.OPAQUE  # type: ignore[attr-defined]
-YieldOp.pattern_kind = PatternKind.OPAQUE  # type: ignore[attr-defined]
-
-
-GRAPH_OPS: list[type[IRDLOperation]] = [
+GRAPH_OPS: list[type[Operation]] = [
     ConstantOp, AddOp, SubOp, MulOp, DivOp, PowOp,
     SqrtOp, ExpOp, LogOp, NegOp, AbsOp, ReciprocalOp, ReluOp, SigmoidOp, TanhOp, ErfOp,
     HardSwishOp, LeakyReluOp, HardSigmoidOp, ClipOp, GeluOp,
@@ -905,6 +1115,6 @@ GRAPH_OPS: list[type[IRDLOperation]] = [
     ReshapeOp, FlattenOp, SqueezeOp, UnsqueezeOp, TransposeOp, ConcatOp, SplitOp, SliceOp,
     GatherOp, PadOp, ReduceMeanOp, ReduceSumOp, ReduceMaxOp, ShapeOp,
     IdentityOp, DropoutOp, CastOp, FusedOp, YieldOp,
-]
+]  # fmt: skip
 
 Graph = Dialect("graph", GRAPH_OPS, [])

@@ -96,8 +96,9 @@ def _window_out(size: int, k: int, stride: int, pad: int, dil: int) -> int:
     return (size + pad - eff) // stride + 1
 
 
-def _check_window(kernel: Sequence[int], strides: Sequence[int], pads: Sequence[int],
-                  dilations: Sequence[int]) -> None:
+def _check_window(
+    kernel: Sequence[int], strides: Sequence[int], pads: Sequence[int], dilations: Sequence[int]
+) -> None:
     _expect_len("kernel", kernel, 2)
     _expect_len("strides", strides, 2)
     _expect_len("pads", pads, 4)
@@ -108,14 +109,23 @@ def _check_window(kernel: Sequence[int], strides: Sequence[int], pads: Sequence[
         raise ShapeError("pads must be non-negative")
 
 
-def conv2d(x: Shape, w: Shape, bias: Shape | None, strides: Sequence[int],
-           pads: Sequence[int], dilations: Sequence[int], group: int) -> Shape:
+def conv2d(
+    x: Shape,
+    w: Shape,
+    bias: Shape | None,
+    strides: Sequence[int],
+    pads: Sequence[int],
+    dilations: Sequence[int],
+    group: int,
+) -> Shape:
     """2-D convolution, NCHW input, (M, C/group, kH, kW) weights, pads (top, left, bottom, right)."""
     if len(x) != 4 or len(w) != 4:
         raise ShapeError("conv input and weight must be 4-D (NCHW, MCHW)")
     _check_window(w[2:], strides, pads, dilations)
     if group < 1 or x[1] % group or w[0] % group:
-        raise ShapeError(f"group {group} must divide input channels {x[1]} and output channels {w[0]}")
+        raise ShapeError(
+            f"group {group} must divide input channels {x[1]} and output channels {w[0]}"
+        )
     if w[1] * group != x[1]:
         raise ShapeError(f"weight has {w[1]} input channels per group, expected {x[1] // group}")
     if bias is not None and tuple(bias) != (w[0],):
@@ -125,8 +135,9 @@ def conv2d(x: Shape, w: Shape, bias: Shape | None, strides: Sequence[int],
     return (x[0], w[0], h, wd)
 
 
-def pool_out_dim(size: int, k: int, stride: int, pad_begin: int, pad_end: int, dil: int,
-                 ceil_mode: int) -> int:
+def pool_out_dim(
+    size: int, k: int, stride: int, pad_begin: int, pad_end: int, dil: int, ceil_mode: int
+) -> int:
     """Output extent of one pooled dim (ONNX rule: a ceil-mode window must start in the input)."""
     eff = (k - 1) * dil + 1
     span = size + pad_begin + pad_end - eff
@@ -140,8 +151,14 @@ def pool_out_dim(size: int, k: int, stride: int, pad_begin: int, pad_end: int, d
     return out
 
 
-def pool2d(x: Shape, kernel: Sequence[int], strides: Sequence[int], pads: Sequence[int],
-           dilations: Sequence[int], ceil_mode: int) -> Shape:
+def pool2d(
+    x: Shape,
+    kernel: Sequence[int],
+    strides: Sequence[int],
+    pads: Sequence[int],
+    dilations: Sequence[int],
+    ceil_mode: int,
+) -> Shape:
     """Max/average pooling over the last two dims of an NCHW tensor."""
     if len(x) != 4:
         raise ShapeError("pool input must be 4-D (NCHW)")
@@ -225,7 +242,7 @@ def split(x: Shape, axis: int, sizes: Sequence[int]) -> list[Shape]:
     check_axis(axis, len(x))
     if sum(sizes) != x[axis] or any(s < 0 for s in sizes):
         raise ShapeError(f"split sizes {list(sizes)} do not add up to extent {x[axis]}")
-    return [x[:axis] + (s,) + x[axis + 1:] for s in sizes]
+    return [x[:axis] + (s,) + x[axis + 1 :] for s in sizes]
 
 
 def slice_extent(start: int, end: int, step: int) -> int:
@@ -267,7 +284,7 @@ def slice_(x: Shape, starts: Sequence[int], ends: Sequence[int], steps: Sequence
 
 def gather(data: Shape, indices: Shape, axis: int) -> Shape:
     check_axis(axis, len(data))
-    return tuple(data[:axis]) + tuple(indices) + tuple(data[axis + 1:])
+    return tuple(data[:axis]) + tuple(indices) + tuple(data[axis + 1 :])
 
 
 def pad(x: Shape, pads: Sequence[int]) -> Shape:
@@ -298,9 +315,11 @@ def batch_norm(x: Shape, params: Sequence[Shape]) -> Shape:
 
 def reshape_target(x: Shape, shape: Sequence[int], allowzero: int = 0) -> Shape:
     """ONNX Reshape target: 0 copies the input dim (unless allowzero), one -1 is inferred."""
-    if not allowzero and any(d == 0 for d in shape[len(x):]):
-        raise ShapeError(f"reshape shape {list(shape)} copies (with 0) a dimension beyond the "
-                         f"input's rank {len(x)}")
+    if not allowzero and any(d == 0 for d in shape[len(x) :]):
+        raise ShapeError(
+            f"reshape shape {list(shape)} copies (with 0) a dimension beyond the "
+            f"input's rank {len(x)}"
+        )
     out = [x[i] if d == 0 and not allowzero else d for i, d in enumerate(shape)]
     if out.count(-1) > 1:
         raise ShapeError("reshape shape may contain at most one -1")

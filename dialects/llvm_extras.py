@@ -109,7 +109,9 @@ def llvm_with_extras() -> Dialect:
     from xdsl.dialects.llvm import LLVM
 
     return Dialect(
-        "llvm", [*LLVM.operations, *LLVMExtras.operations], [*LLVM.attributes, *LLVMExtras.attributes]
+        "llvm",
+        [*LLVM.operations, *LLVMExtras.operations],
+        [*LLVM.attributes, *LLVMExtras.attributes],
     )
 
 

@@ -1,10 +1,14 @@
 """The `sched` dialect: loop schedules attached to linalg kernels.
 
-Schedule passes (`tile`, `interchange`, `vectorize`, `unroll-jam`, `default-schedule`, and later the
-tuner) only edit a `#sched.schedule` attribute on each `linalg.generic`; `convert-linalg-to-loops`
-materializes it as one loop nest. Keeping the schedule declarative (as Halide and TVM do) means a
-tuning decision is a small value that can be hashed, stored and replayed, and the lowering stays
-one function that is easy to test.
+Schedule passes (`tile`, `interchange`, `vectorize`, `unroll-jam`, `pack`, `parallelize`,
+`default-schedule`, and the tuner) only edit a `#sched.schedule` attribute on each
+`linalg.generic`; `convert-linalg-to-loops` materializes it as one loop nest. Keeping the schedule
+declarative (as Halide and TVM do) means a tuning decision is a small value that can be hashed,
+stored and replayed, and the lowering stays one function that is easy to test.
+
+This module holds the value and what can be checked without the kernel (Schedule.check); the
+rules that need the kernel, the default schedule and the knobs' search space are in
+passes/schedule/.
 """
 
 from __future__ import annotations
@@ -54,16 +58,13 @@ class Schedule:
     parallel: int = 0
     pack: tuple[int, ...] = ()
 
-    @staticmethod
-    def identity(num_loops: int) -> Schedule:
-        return Schedule((0,) * num_loops, tuple(range(num_loops)), (1,) * num_loops)
-
     def check(self, num_loops: int) -> None:
         """Raise ValueError when the schedule does not fit a kernel with `num_loops` loops."""
         n = num_loops
         lengths = (len(self.tile), len(self.order), len(self.unroll))
         if len(set(lengths)) != 1:
-            raise ValueError(f"tile, order and unroll need one entry per loop (got {', '.join(map(str, lengths))})")
+            got = ", ".join(map(str, lengths))
+            raise ValueError(f"tile, order and unroll need one entry per loop (got {got})")
         if lengths[0] != n:
             raise ValueError(f"the schedule has {lengths[0]} loops, the kernel has {n}")
         if sorted(self.order) != list(range(n)):
@@ -105,7 +106,12 @@ class ScheduleAttr(ParametrizedAttribute):
             return ArrayAttr([IntAttr(x) for x in xs])
 
         return ScheduleAttr(
-            ints(s.tile), ints(s.order), ints(s.unroll), IntAttr(s.vector), IntAttr(s.width), IntAttr(s.parallel),
+            ints(s.tile),
+            ints(s.order),
+            ints(s.unroll),
+            IntAttr(s.vector),
+            IntAttr(s.width),
+            IntAttr(s.parallel),
             ints(s.pack),
         )
 
@@ -142,7 +148,9 @@ class ScheduleAttr(ParametrizedAttribute):
     @classmethod
     def parse_parameters(cls, parser: AttrParser) -> list[IntAttr | ArrayAttr[IntAttr]]:
         def int_list() -> ArrayAttr[IntAttr]:
-            values = parser.parse_comma_separated_list(parser.Delimiter.SQUARE, parser.parse_integer)
+            values = parser.parse_comma_separated_list(
+                parser.Delimiter.SQUARE, parser.parse_integer
+            )
             return ArrayAttr([IntAttr(v) for v in values])
 
         def field(key: str) -> None:
