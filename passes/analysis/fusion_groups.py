@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 import networkx as nx
 
@@ -44,20 +45,23 @@ class _Sink:
 
 SINK = _Sink()
 
+N = TypeVar("N", bound=Hashable)
+"""The type of a graph's nodes (any hashable: ops' positions in fuse-ops, names in tests)."""
+
 
 @dataclass(frozen=True)
-class FusionGroup:
+class FusionGroup(Generic[N]):
     """Nodes in topological order (the last one is the exit) and the dominant pattern kind."""
 
-    nodes: tuple[Hashable, ...]
+    nodes: tuple[N, ...]
     pattern: PatternKind
 
     @property
-    def exit(self) -> Hashable:
+    def exit(self) -> N:
         return self.nodes[-1]
 
 
-def post_dominators(graph: nx.DiGraph, outputs: Iterable[Hashable] = ()) -> dict[Hashable, Hashable]:
+def post_dominators(graph: nx.DiGraph, outputs: Iterable[N] = ()) -> dict[N, N | _Sink]:
     """Immediate post-dominator of every node; `SINK` where there is none inside the graph.
 
     The sink is fed by every node in `outputs` and every node without users.
@@ -72,9 +76,14 @@ def post_dominators(graph: nx.DiGraph, outputs: Iterable[Hashable] = ()) -> dict
     return {n: idom[n] for n in graph.nodes}
 
 
-def fusion_groups(graph: nx.DiGraph, kinds: Mapping[Hashable, PatternKind], *,
-                  outputs: Iterable[Hashable] = (), names: Mapping[Hashable, str] | None = None,
-                  max_group_size: int = 32) -> list[FusionGroup]:
+def fusion_groups(
+    graph: nx.DiGraph,
+    kinds: Mapping[N, PatternKind],
+    *,
+    outputs: Iterable[N] = (),
+    names: Mapping[N, str] | None = None,
+    max_group_size: int = 32,
+) -> list[FusionGroup[N]]:
     """The fusion groups of an acyclic dataflow graph, ordered by their exits.
 
     `outputs`: nodes whose value is also used outside the graph (function results, ops the
@@ -83,9 +92,15 @@ def fusion_groups(graph: nx.DiGraph, kinds: Mapping[Hashable, PatternKind], *,
     return _Grouper(graph, kinds, set(outputs), dict(names or {}), max_group_size).run()
 
 
-class _Grouper:
-    def __init__(self, graph: nx.DiGraph, kinds: Mapping[Hashable, PatternKind],
-                 outputs: set[Hashable], names: dict[Hashable, str], max_size: int):
+class _Grouper(Generic[N]):
+    def __init__(
+        self,
+        graph: nx.DiGraph,
+        kinds: Mapping[N, PatternKind],
+        outputs: set[N],
+        names: dict[N, str],
+        max_size: int,
+    ):
         if not nx.is_directed_acyclic_graph(graph):
             raise ValueError("fusion needs an acyclic dataflow graph")
         self.g = graph
@@ -94,23 +109,25 @@ class _Grouper:
         self.names = names
         self.max_size = max(1, max_size)
         index = {n: i for i, n in enumerate(graph.nodes)}
-        self.order = list(nx.lexicographical_topological_sort(graph, key=index.__getitem__))
-        self.pos = {n: i for i, n in enumerate(self.order)}
-        self.ipdom = post_dominators(graph, outputs)
-        self.group_of: dict[Hashable, int] = {}
-        self.members: dict[int, set[Hashable]] = {}
+        self.order: list[N] = list(
+            nx.lexicographical_topological_sort(graph, key=index.__getitem__)
+        )
+        self.pos: dict[N, int] = {n: i for i, n in enumerate(self.order)}
+        self.ipdom: dict[N, N | _Sink] = post_dominators(graph, outputs)
+        self.group_of: dict[N, int] = {}
+        self.members: dict[int, set[N]] = {}
         self.heavy: dict[int, PatternKind | None] = {}
 
     # ------------------------------------------------------------------ bookkeeping
 
-    def _new_group(self, nodes: set[Hashable], heavy: PatternKind | None) -> int:
+    def _new_group(self, nodes: set[N], heavy: PatternKind | None) -> int:
         gid = len(self.heavy)
         self.heavy[gid] = heavy
         self.members[gid] = set()
         self._assign(gid, nodes)
         return gid
 
-    def _assign(self, gid: int, nodes: Iterable[Hashable]) -> None:
+    def _assign(self, gid: int, nodes: Iterable[N]) -> None:
         for n in nodes:
             old = self.group_of.get(n)
             if old is not None and old != gid:
@@ -118,29 +135,34 @@ class _Grouper:
             self.group_of[n] = gid
             self.members[gid].add(n)
 
-    def _closure(self, nodes: Iterable[Hashable]) -> set[Hashable]:
+    def _closure(self, nodes: Iterable[N]) -> set[N]:
         """`nodes` plus every member of a group one of them is in."""
-        out: set[Hashable] = set()
+        out: set[N] = set()
         for n in nodes:
             gid = self.group_of.get(n)
             out |= self.members[gid] if gid is not None else {n}
         return out
 
-    def _exits(self, nodes: set[Hashable]) -> list[Hashable]:
+    def _exits(self, nodes: set[N]) -> list[N]:
         """Members whose value leaves `nodes` (other users, function results, or no users)."""
-        return [n for n in nodes if n in self.outputs or self.g.out_degree(n) == 0
-                or any(s not in nodes for s in self.g.successors(n))]
+        return [
+            n
+            for n in nodes
+            if n in self.outputs
+            or self.g.out_degree(n) == 0
+            or any(s not in nodes for s in self.g.successors(n))
+        ]
 
-    def _valid(self, nodes: set[Hashable]) -> bool:
+    def _valid(self, nodes: set[N]) -> bool:
         return len(nodes) <= self.max_size and len(self._exits(nodes)) == 1
 
-    def _between(self, a: Hashable, b: Hashable) -> set[Hashable]:
+    def _between(self, a: N, b: N) -> set[N]:
         """Nodes on some path from a to b, b included, a excluded."""
         return (nx.descendants(self.g, a) & nx.ancestors(self.g, b)) | {b}
 
     # ------------------------------------------------------------------ phases
 
-    def run(self) -> list[FusionGroup]:
+    def run(self) -> list[FusionGroup[N]]:
         for n in self.order:
             if self.kinds[n] is PatternKind.OUT_FUSABLE:
                 self._out_fusable(n)
@@ -150,7 +172,7 @@ class _Grouper:
         for n in self.order:
             if self.kinds[n] in _LIGHT and self.heavy.get(self.group_of.get(n, -1)) is None:
                 self._light(n)
-        groups = []
+        groups: list[FusionGroup[N]] = []
         for gid, nodes in self.members.items():
             heavy = self.heavy[gid]
             if not nodes or (heavy is None and len(nodes) < 2):
@@ -161,19 +183,23 @@ class _Grouper:
         groups.sort(key=lambda grp: self.pos[grp.exit])
         return groups
 
-    def _out_fusable(self, n: Hashable) -> None:
+    def _out_fusable(self, n: N) -> None:
         nodes = {n}
         if self.names.get(n) == "conv":
             for q in self.g.predecessors(n):
-                if (self.names.get(q) == "pad" and q not in self.group_of
-                        and q not in self.outputs and set(self.g.successors(q)) == {n}
-                        and len(nodes) < self.max_size):
+                if (
+                    self.names.get(q) == "pad"
+                    and q not in self.group_of
+                    and q not in self.outputs
+                    and set(self.g.successors(q)) == {n}
+                    and len(nodes) < self.max_size
+                ):
                     nodes.add(q)
         gid = self._new_group(nodes, PatternKind.OUT_FUSABLE)
         exit_ = n
         while True:
             p = self.ipdom[exit_]
-            if p is SINK:
+            if isinstance(p, _Sink):
                 return
             extra = self._between(exit_, p)
             if any(x in self.group_of or self.kinds[x] not in _EPILOGUE for x in extra):
@@ -184,7 +210,7 @@ class _Grouper:
             self._assign(gid, extra)
             exit_ = p
 
-    def _reduction(self, n: Hashable) -> None:
+    def _reduction(self, n: N) -> None:
         gid = self._new_group({n}, PatternKind.REDUCTION)
         members = self.members[gid]
         grown = True
@@ -192,20 +218,26 @@ class _Grouper:
             grown = False
             preds = {q for m in members for q in self.g.predecessors(m)} - members
             for q in sorted(preds, key=self.pos.__getitem__):
-                if (q in self.group_of or q in self.outputs or self.kinds[q] not in _EPILOGUE
-                        or not set(self.g.successors(q)) <= members
-                        or len(members) >= self.max_size):
+                if (
+                    q in self.group_of
+                    or q in self.outputs
+                    or self.kinds[q] not in _EPILOGUE
+                    or not set(self.g.successors(q)) <= members
+                    or len(members) >= self.max_size
+                ):
                     continue
                 self._assign(gid, [q])
                 grown = True
 
-    def _light(self, n: Hashable) -> None:
+    def _light(self, n: N) -> None:
         p = self.ipdom[n]
-        if p is SINK:
+        if isinstance(p, _Sink):
             return
         extra = self._between(n, p)
-        if any(self.kinds[x] not in _LIGHT or self.heavy.get(self.group_of.get(x, -1)) is not None
-               for x in extra):
+        if any(
+            self.kinds[x] not in _LIGHT or self.heavy.get(self.group_of.get(x, -1)) is not None
+            for x in extra
+        ):
             return
         cand = self._closure({n} | extra)
         if any(self.kinds[x] not in _LIGHT for x in cand) or not self._valid(cand):

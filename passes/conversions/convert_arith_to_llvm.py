@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -11,11 +12,12 @@ from xdsl.dialects.builtin import (
     DenseIntOrFPElementsAttr,
     IndexType,
     IntegerAttr,
+    IntegerType,
     ModuleOp,
     VectorType,
     i64,
 )
-from xdsl.ir import Attribute, Operation
+from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
     GreedyRewritePatternApplier,
@@ -23,11 +25,17 @@ from xdsl.pattern_rewriter import (
     PatternRewriteWalker,
     RewritePattern,
 )
+from xdsl.utils.hints import isa
 
 from dialects import llvm_extras
 from passes.conversions.llvm_common import convert_type, operands, replace
 
-_BINARY: dict[type[Operation], type[Operation]] = {
+# The tables map an arith op class to the constructor of its llvm counterpart; typing the values
+# as constructor signatures (not `type[Operation]`) lets the calls below be checked.
+_BinaryCtor = Callable[[SSAValue, SSAValue], Operation]
+_FloatBinaryCtor = Callable[[SSAValue, SSAValue, llvm.FastMathAttr], Operation]
+
+_BINARY: dict[type[Operation], _BinaryCtor] = {
     arith.AddiOp: llvm.AddOp,
     arith.SubiOp: llvm.SubOp,
     arith.MuliOp: llvm.MulOp,
@@ -43,7 +51,7 @@ _BINARY: dict[type[Operation], type[Operation]] = {
     arith.ShRUIOp: llvm.LShrOp,
 }
 
-_FLOAT_BINARY: dict[type[Operation], type[Operation]] = {
+_FLOAT_BINARY: dict[type[Operation], _FloatBinaryCtor] = {
     arith.AddfOp: llvm.FAddOp,
     arith.SubfOp: llvm.FSubOp,
     arith.MulfOp: llvm.FMulOp,
@@ -55,7 +63,7 @@ _FLOAT_INTRINSIC: dict[type[Operation], str] = {
     arith.MaximumfOp: "llvm.maximum",
     arith.MinimumfOp: "llvm.minimum",
 }
-_FLOAT_NUM: dict[type[Operation], type[Operation]] = {
+_FLOAT_NUM: dict[type[Operation], _FloatBinaryCtor] = {
     arith.MaxnumfOp: llvm.VectorFMaxOp,
     arith.MinnumfOp: llvm.VectorFMinOp,
 }
@@ -83,7 +91,9 @@ def _int_width(type: Attribute) -> int:
     t = convert_type(type)
     if isinstance(t, VectorType):
         t = t.element_type
-    return t.width.data  # type: ignore[attr-defined]
+    if not isinstance(t, IntegerType):
+        raise TypeError(f"expected an integer (or integer vector) type, got {type}")
+    return t.width.data
 
 
 class ArithToLLVM(RewritePattern):
@@ -101,19 +111,21 @@ class ArithToLLVM(RewritePattern):
         replace(rewriter, op, new, [new[-1].results[0]])
 
     def _convert(self, op: Operation, rewriter: PatternRewriter) -> list[Operation] | None:
-        t = type(op)
-        res_type = convert_type(op.results[0].type) if op.results else None
         if isinstance(op, arith.ConstantOp):
             return [_constant(op)]
+        if not op.results:  # every arith op has a result; nothing to convert otherwise
+            return None
+        t = type(op)
+        res_type = convert_type(op.results[0].type)
         args = operands(rewriter, op)
         if t in _BINARY:
-            return [_BINARY[t](args[0], args[1])]  # type: ignore[call-arg]
+            return [_BINARY[t](args[0], args[1])]
         if t in _FLOAT_BINARY:
-            return [_FLOAT_BINARY[t](args[0], args[1], _fastmath(op))]  # type: ignore[call-arg]
+            return [_FLOAT_BINARY[t](args[0], args[1], _fastmath(op))]
         if t in _FLOAT_NUM:
-            return [_FLOAT_NUM[t](args[0], args[1], _fastmath(op))]  # type: ignore[call-arg]
+            return [_FLOAT_NUM[t](args[0], args[1], _fastmath(op))]
         if t in _FLOAT_INTRINSIC:
-            return [llvm.CallIntrinsicOp(_FLOAT_INTRINSIC[t], args, [res_type])]  # type: ignore[list-item]
+            return [llvm.CallIntrinsicOp(_FLOAT_INTRINSIC[t], args, [res_type])]
         if t in _INT_MINMAX:
             pred = llvm.ICmpPredicateFlag(_INT_MINMAX[t]).to_int()
             cmp = llvm.ICmpOp(args[0], args[1], IntegerAttr(pred, i64))
@@ -127,31 +139,31 @@ class ArithToLLVM(RewritePattern):
         if isinstance(op, arith.SelectOp):
             return [llvm.SelectOp(*args)]
         if isinstance(op, arith.IndexCastOp):
-            return _int_resize(args[0], res_type, signed=isinstance(op, arith.IndexCastOp))  # type: ignore[arg-type]
+            return _int_resize(args[0], res_type, signed=isinstance(op, arith.IndexCastOp))
         if isinstance(op, arith.ExtSIOp):
-            return [llvm.SExtOp(args[0], res_type)]  # type: ignore[arg-type]
+            return [llvm.SExtOp(args[0], res_type)]
         if isinstance(op, arith.ExtUIOp):
-            return [llvm.ZExtOp(args[0], res_type)]  # type: ignore[arg-type]
+            return [llvm.ZExtOp(args[0], res_type)]
         if isinstance(op, arith.TruncIOp):
-            return [llvm.TruncOp(args[0], res_type)]  # type: ignore[arg-type]
+            return [llvm.TruncOp(args[0], res_type)]
         if isinstance(op, arith.SIToFPOp):
-            return [llvm.SIToFPOp(args[0], res_type)]  # type: ignore[arg-type]
+            return [llvm.SIToFPOp(args[0], res_type)]
         if isinstance(op, arith.UIToFPOp):
-            return [llvm_extras.UIToFPOp(args[0], res_type)]  # type: ignore[arg-type]
+            return [llvm_extras.UIToFPOp(args[0], res_type)]
         if isinstance(op, arith.FPToSIOp):
-            return [llvm_extras.FPToSIOp(args[0], res_type)]  # type: ignore[arg-type]
+            return [llvm_extras.FPToSIOp(args[0], res_type)]
         if isinstance(op, arith.FPToUIOp):
-            return [llvm_extras.FPToUIOp(args[0], res_type)]  # type: ignore[arg-type]
+            return [llvm_extras.FPToUIOp(args[0], res_type)]
         if isinstance(op, arith.ExtFOp):
-            return [llvm.FPExtOp(args[0], res_type)]  # type: ignore[arg-type]
+            return [llvm.FPExtOp(args[0], res_type)]
         if isinstance(op, arith.TruncFOp):
-            return [llvm.FPTruncOp(args[0], res_type)]  # type: ignore[arg-type]
+            return [llvm.FPTruncOp(args[0], res_type)]
         if isinstance(op, arith.BitcastOp):
-            return [llvm.BitcastOp(args[0], res_type)]  # type: ignore[arg-type]
+            return [llvm.BitcastOp(args[0], res_type)]
         return None
 
 
-def _int_resize(value, res_type: Attribute, *, signed: bool) -> list[Operation]:  # type: ignore[no-untyped-def]
+def _int_resize(value: SSAValue, res_type: Attribute, *, signed: bool) -> list[Operation]:
     src, dst = _int_width(value.type), _int_width(res_type)
     if src == dst:
         return []
@@ -165,10 +177,11 @@ def _constant(op: arith.ConstantOp) -> Operation:
     value = op.value
     res_type = convert_type(op.result.type)
     if isinstance(value, IntegerAttr) and isinstance(value.type, IndexType):
-        value = IntegerAttr(value.value.data, res_type)  # type: ignore[arg-type]
-    elif isinstance(value, DenseIntOrFPElementsAttr) and value.get_element_type() == IndexType():
-        assert isinstance(res_type, VectorType)
-        value = DenseIntOrFPElementsAttr.from_list(res_type, list(value.get_values()))  # type: ignore[arg-type]
+        assert isinstance(res_type, IntegerType)  # convert_type: index -> i64
+        value = IntegerAttr(value.value.data, res_type)
+    elif isa(value, DenseIntOrFPElementsAttr[IndexType]):
+        assert isa(res_type, VectorType[IntegerType])  # convert_type: vector<index> -> i64
+        value = DenseIntOrFPElementsAttr.from_list(res_type, list(value.get_values()))
     return llvm.ConstantOp(value, res_type)
 
 

@@ -42,8 +42,8 @@ class FuncLowering(RewritePattern):
         output = _result_type(ftype.outputs.data)
         body = Region()
         op.body.move_blocks(body)
-        if body.blocks:
-            retype_block_args(body.blocks.first)  # type: ignore[arg-type]
+        if (entry := body.blocks.first) is not None:
+            retype_block_args(entry)
             linkage = (
                 "internal"
                 if op.sym_visibility and op.sym_visibility.data == "private"

@@ -21,6 +21,7 @@ from xdsl.dialects import math as xmath
 from xdsl.dialects.builtin import (
     ArrayAttr,
     DenseArrayBase,
+    DenseIntOrFPElementsAttr,
     FloatAttr,
     IndexType,
     IntegerAttr,
@@ -68,13 +69,20 @@ def _ints(op: Operation, name: str, default: Sequence[int] = ()) -> tuple[int, .
     if isinstance(a, DenseArrayBase):
         return tuple(int(v) for v in a.get_values())
     if isinstance(a, ArrayAttr):
-        return tuple(int(v.value.data) for v in a.data)  # type: ignore[attr-defined]
+        return tuple(_number(op, name, v) for v in a.data)
     raise TypeError(f"{op.name}: attribute {name} is not an integer list: {a}")
+
+
+def _number(op: Operation, name: str, a: object) -> int:
+    """An integer (or float) attribute's value as an int."""
+    if isinstance(a, IntegerAttr | FloatAttr):
+        return int(a.value.data)
+    raise TypeError(f"{op.name}: attribute {name} is not a number: {a}")
 
 
 def _int(op: Operation, name: str, default: int = 0) -> int:
     a = _attr(op, name)
-    return default if a is None else int(a.value.data)  # type: ignore[attr-defined]
+    return default if a is None else _number(op, name, a)
 
 
 def _float(op: Operation, name: str, default: float) -> float:
@@ -123,7 +131,9 @@ class ConstantLowering(_GraphLowering):
         if op.name == "graph.shape":
             return [em.dense(np.array(shape_of(op.operands[0]), dtype=np.int64))]
         value = _attr(op, "value")
-        return [em.add(arith.ConstantOp(value))]  # type: ignore[arg-type]
+        if not isinstance(value, DenseIntOrFPElementsAttr):
+            raise DiagnosticException(f"{op.name}: value {value} is not a dense tensor")
+        return [em.add(arith.ConstantOp(value))]
 
 
 # -- elementwise ------------------------------------------------------------------------------------
@@ -169,9 +179,7 @@ def _unary_body(op: Operation) -> Callable[[Body, SSAValue], SSAValue]:
         )
     if n == "graph.hard_sigmoid":
         alpha, beta = _float(op, "alpha", 0.2), _float(op, "beta", 0.5)
-        return lambda b, x: b.max(
-            b.f(0.0), b.min(b.f(1.0), b.add(b.mul(x, b.f(alpha)), b.f(beta)))
-        )
+        return lambda b, x: b.max(b.f(0.0), b.min(b.f(1.0), b.add(b.mul(x, b.f(alpha)), b.f(beta))))
     if n == "graph.leaky_relu":
         alpha = _float(op, "alpha", 0.01)
         # max(x, 0) + alpha * min(x, 0), not select(x < 0, ...): xDSL's arith.cmpf verifies only
@@ -206,9 +214,21 @@ def _unary_body(op: Operation) -> Callable[[Body, SSAValue], SSAValue]:
 
 
 _UNARY = (
-    "graph.sqrt", "graph.exp", "graph.log", "graph.neg", "graph.abs", "graph.reciprocal",
-    "graph.relu", "graph.sigmoid", "graph.tanh", "graph.erf", "graph.hard_swish",
-    "graph.hard_sigmoid", "graph.leaky_relu", "graph.clip", "graph.gelu",
+    "graph.sqrt",
+    "graph.exp",
+    "graph.log",
+    "graph.neg",
+    "graph.abs",
+    "graph.reciprocal",
+    "graph.relu",
+    "graph.sigmoid",
+    "graph.tanh",
+    "graph.erf",
+    "graph.hard_swish",
+    "graph.hard_sigmoid",
+    "graph.leaky_relu",
+    "graph.clip",
+    "graph.gelu",
 )
 
 
@@ -277,7 +297,9 @@ class ConvLowering(_GraphLowering):
                 wt = em.dense(np.ascontiguousarray(wconst.transpose(1, 2, 3, 0)))
             else:  # (M, C, kH, kW) -> (C, kH, kW, M)
                 wt = em.map_elementwise(
-                    [w], (c, kh, kw, m), lambda b, a: a[0],
+                    [w],
+                    (c, kh, kw, m),
+                    lambda b, a: a[0],
                     [[dim(3), dim(0), dim(1), dim(2)]],
                 )
             out_shape = (n, m, oh, ow)
@@ -293,7 +315,9 @@ class ConvLowering(_GraphLowering):
             wt = em.dense(np.ascontiguousarray(w5))
         else:  # (G, OCg, ICg, kH, kW) -> (G, ICg, kH, kW, OCg)
             wt = em.map_elementwise(
-                [em.reshape(w, (g, ocg, cg, kh, kw))], (g, cg, kh, kw, ocg), lambda b, a: a[0],
+                [em.reshape(w, (g, ocg, cg, kh, kw))],
+                (g, cg, kh, kw, ocg),
+                lambda b, a: a[0],
                 [[dim(0), dim(4), dim(1), dim(2), dim(3)]],
             )
         out5 = (n, g, ocg, oh, ow)
@@ -385,15 +409,17 @@ class NormalizationLowering(_GraphLowering):
             axes = [_int(op, "axis", rank - 1)]
             red = em.reduced_exprs(rank, axes)
             mx = em.reduce(x, axes, "max")
-            e = em.map_elementwise(
-                [x, mx], s, lambda b, a: b.exp(b.sub(a[0], a[1])), [ident, red]
-            )
+            e = em.map_elementwise([x, mx], s, lambda b, a: b.exp(b.sub(a[0], a[1])), [ident, red])
             sm = em.reduce(e, axes, "sum")
             if op.name == "graph.softmax":
-                return [em.map_elementwise([e, sm], s, lambda b, a: b.div(a[0], a[1]), [ident, red])]
+                return [
+                    em.map_elementwise([e, sm], s, lambda b, a: b.div(a[0], a[1]), [ident, red])
+                ]
             return [
                 em.map_elementwise(
-                    [x, mx, sm], s, lambda b, a: b.sub(b.sub(a[0], a[1]), b.log(a[2])),
+                    [x, mx, sm],
+                    s,
+                    lambda b, a: b.sub(b.sub(a[0], a[1]), b.log(a[2])),
                     [ident, red, red],
                 )
             ]
@@ -434,8 +460,11 @@ class ReductionLowering(_GraphLowering):
     """ReduceMean/Sum/Max and global pools: one reduction generic (+ scale) + keepdims reshape."""
 
     ops = (
-        "graph.reduce_mean", "graph.reduce_sum", "graph.reduce_max",
-        "graph.global_avg_pool", "graph.global_max_pool",
+        "graph.reduce_mean",
+        "graph.reduce_sum",
+        "graph.reduce_max",
+        "graph.global_avg_pool",
+        "graph.global_max_pool",
     )
 
     def lower(self, op: Operation, em: Emitter) -> Sequence[SSAValue]:
@@ -513,9 +542,16 @@ class DataMovementLowering(_GraphLowering):
     """Reshapes, transpose, concat, split, slice, gather, pad."""
 
     ops = (
-        "graph.reshape", "graph.flatten", "graph.squeeze", "graph.unsqueeze",
-        "graph.transpose", "graph.concat", "graph.split", "graph.slice",
-        "graph.gather", "graph.pad",
+        "graph.reshape",
+        "graph.flatten",
+        "graph.squeeze",
+        "graph.unsqueeze",
+        "graph.transpose",
+        "graph.concat",
+        "graph.split",
+        "graph.slice",
+        "graph.gather",
+        "graph.pad",
     )
 
     def lower(self, op: Operation, em: Emitter) -> Sequence[SSAValue]:
@@ -581,6 +617,7 @@ class DataMovementLowering(_GraphLowering):
         q = len(qs)
         out = _out_shape(op)
         ity = elem_of(idx)
+        assert isinstance(ity, IntegerType), f"gather indices are integers (verified), got {ity}"
         extent = ds[axis]
 
         def body(b: Body, a: list[SSAValue]) -> SSAValue:

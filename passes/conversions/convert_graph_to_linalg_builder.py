@@ -16,11 +16,9 @@ from xdsl.dialects import arith, math, tensor
 from xdsl.dialects.builtin import (
     AffineMapAttr,
     ArrayAttr,
-    BytesAttr,
     DenseIntOrFPElementsAttr,
     FloatAttr,
     IntegerAttr,
-    IntegerType,
     TensorType,
     f32,
     i64,
@@ -30,6 +28,8 @@ from xdsl.dialects.linalg.ops import FillOp, GenericOp, IndexOp, YieldOp
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.ir.affine import AffineExpr, AffineMap
 from xdsl.rewriter import InsertPoint
+
+from dialects.dense import dense_to_numpy, numpy_to_dense
 
 Shape = tuple[int, ...]
 Exprs = Sequence[AffineExpr]
@@ -70,40 +70,9 @@ def broadcast_exprs(in_shape: Shape, out_shape: Shape) -> list[AffineExpr]:
     ]
 
 
-_NP_DTYPES = {32: np.int32, 64: np.int64, 8: np.int8, 1: np.bool_}
-
-
-def dense_to_numpy(attr: DenseIntOrFPElementsAttr) -> np.ndarray:
-    """Decode a dense attribute without going through Python floats (weights can be large)."""
-    t = attr.type
-    assert isinstance(t, TensorType)
-    et = t.element_type
-    if isinstance(et, IntegerType):
-        dtype = _NP_DTYPES[et.width.data]
-    elif et == f32:
-        dtype = np.float32
-    else:
-        dtype = np.float64
-    shape = tuple(t.get_shape())
-    data = np.frombuffer(attr.data.data, dtype=dtype)
-    if data.size == 1 and prod(shape) != 1:
-        return np.full(shape, data[0], dtype=dtype)
-    return data.reshape(shape).copy()
-
-
-def numpy_to_dense(arr: np.ndarray) -> DenseIntOrFPElementsAttr:
-    if arr.dtype == np.float32:
-        et: Attribute = f32
-    elif arr.dtype == np.int64:
-        et = i64
-    else:
-        raise NotImplementedError(f"dense constant of dtype {arr.dtype}")
-    t = TensorType(et, list(arr.shape))
-    return DenseIntOrFPElementsAttr(t, BytesAttr(np.ascontiguousarray(arr).tobytes()))
-
-
 def constant_value(value: SSAValue) -> np.ndarray | None:
-    """The numpy value of a tensor produced by graph.constant / arith.constant, else None."""
+    """The (read-only) numpy value of a tensor produced by graph.constant / arith.constant, else
+    None."""
     owner = value.owner
     if not isinstance(owner, Operation) or owner.name not in ("graph.constant", "arith.constant"):
         return None
@@ -222,6 +191,9 @@ class Emitter:
         return self.add(arith.ConstantOp(FloatAttr(value, f32)))
 
     def dense(self, arr: np.ndarray) -> SSAValue:
+        """A constant f32 or i64 tensor (the dense element types the TENSOR level uses)."""
+        if arr.dtype not in (np.float32, np.int64):
+            raise NotImplementedError(f"dense constant of dtype {arr.dtype}")
         return self.add(arith.ConstantOp(numpy_to_dense(arr)))
 
     def fill(self, value: float, shape: Shape) -> SSAValue:
@@ -266,7 +238,11 @@ class Emitter:
             input_maps = [broadcast_exprs(shape_of(v), out_shape) for v in inputs]
         rank = len(out_shape)
         return self.generic(
-            inputs, input_maps, self.empty(out_shape), identity(rank), "p" * rank,
+            inputs,
+            input_maps,
+            self.empty(out_shape),
+            identity(rank),
+            "p" * rank,
             lambda b, a: body(b, a[: len(inputs)]),
         )
 
@@ -316,7 +292,10 @@ class Emitter:
         return self.add(tensor.ExtractSliceOp(x, list(offsets), list(sizes), list(strides), t))
 
     def insert_slice(
-        self, src: SSAValue, dest: SSAValue, offsets: Sequence[int],
+        self,
+        src: SSAValue,
+        dest: SSAValue,
+        offsets: Sequence[int],
         strides: Sequence[int] | None = None,
     ) -> SSAValue:
         return self.add(
@@ -330,7 +309,9 @@ class Emitter:
         shape = shape_of(x)
         if any(p < 0 for p in [*lows, *highs]):
             offs = [max(0, -lo) for lo in lows]
-            sizes = [s - max(0, -lo) - max(0, -hi) for s, lo, hi in zip(shape, lows, highs, strict=True)]
+            sizes = [
+                s - max(0, -lo) - max(0, -hi) for s, lo, hi in zip(shape, lows, highs, strict=True)
+            ]
             x = self.extract_slice(x, offs, sizes, [1] * len(shape))
             shape = tuple(sizes)
             lows = [max(0, p) for p in lows]
@@ -351,7 +332,9 @@ class Emitter:
                 out = self.insert_slice(self.fill(value, tuple(sizes)), out, offs)
         return self.insert_slice(x, out, lows)
 
-    def _reshape_op(self, x: SSAValue, shape: Shape, groups: list[list[int]], expand: bool) -> SSAValue:
+    def _reshape_op(
+        self, x: SSAValue, shape: Shape, groups: list[list[int]], expand: bool
+    ) -> SSAValue:
         reassoc = ArrayAttr([ArrayAttr([IntegerAttr(i, i64) for i in g]) for g in groups])
         t = TensorType(elem_of(x), list(shape))
         if expand:
@@ -377,4 +360,3 @@ class Emitter:
         if len(shape) == 1:
             return flat
         return self._reshape_op(flat, shape, [list(range(len(shape)))], expand=True)
-

@@ -7,7 +7,7 @@ error about 4e-7) so they stay in vector registers instead of 16 scalar libm cal
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -31,7 +31,8 @@ from passes.conversions.llvm_common import (
     replace,
 )
 
-_UNARY: dict[type[Operation], type[Operation]] = {
+# math op class -> constructor of the llvm intrinsic op (typed as the call made below)
+_UNARY: dict[type[Operation], Callable[[SSAValue], Operation]] = {
     math.ExpOp: llvm.FExpOp,
     math.LogOp: llvm.FLogOp,
     math.SqrtOp: llvm.FSqrtOp,
@@ -146,11 +147,11 @@ class MathToLLVM(RewritePattern):
         if isinstance(op, math.AbsFOp):
             new = [llvm.FAbsOp(args[0], res_type)]
         elif t in _UNARY:
-            new = [_UNARY[t](args[0])]  # type: ignore[call-arg]
+            new = [_UNARY[t](args[0])]
         elif isinstance(op, math.PowFOp):
             new = [llvm.FPowOp(args[0], args[1])]
         elif isinstance(op, math.FmaOp):
-            new = [llvm.FMAOp(*args)]
+            new = [llvm.FMAOp(args[0], args[1], args[2])]
         elif isinstance(op, math.CopySignOp):
             new = [llvm.FCopySignOp(args[0], args[1])]
         elif isinstance(op, math.RsqrtOp):

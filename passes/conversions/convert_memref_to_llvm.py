@@ -14,6 +14,7 @@ from xdsl.context import Context
 from xdsl.dialects import llvm, memref
 from xdsl.dialects.builtin import (
     DenseIntOrFPElementsAttr,
+    IntAttr,
     MemRefType,
     ModuleOp,
     TensorType,
@@ -41,6 +42,7 @@ from passes.conversions.llvm_common import (
     operand,
     operands,
     replace,
+    static_strides,
 )
 
 ALIGNMENT = 64
@@ -48,9 +50,9 @@ ALIGNMENT = 64
 
 def _byte_size(mtype: MemRefType) -> int:
     """Bytes spanned by a static memref (its largest reachable element + 1)."""
-    strides = mtype.get_strides()
+    strides = static_strides(mtype)
     offset = mtype.get_offset() or 0
-    last = offset + sum((d - 1) * int(s) for d, s in zip(mtype.get_shape(), strides, strict=True))  # type: ignore[arg-type]
+    last = offset + sum((d - 1) * s for d, s in zip(mtype.get_shape(), strides, strict=True))
     if 0 in mtype.get_shape():
         last = -1
     return (last + 1) * element_size(mtype.element_type)
@@ -167,7 +169,7 @@ def _flat_initializer(value: Attribute) -> Attribute:
     if shape is not None and len(shape) == 1:
         return value
     flat_type = TensorType(value.get_element_type(), [n])
-    return DenseIntOrFPElementsAttr(flat_type, value.data)  # type: ignore[call-arg]
+    return DenseIntOrFPElementsAttr(flat_type, value.data)
 
 
 class GlobalLowering(RewritePattern):
@@ -185,7 +187,7 @@ class GlobalLowering(RewritePattern):
         linkage = "private" if visibility == "private" else "external"
         align = op.alignment.value.data if op.alignment else ALIGNMENT
         glob = llvm.GlobalOp(
-            llvm.LLVMArrayType(n, elem),
+            llvm.LLVMArrayType(IntAttr(n), elem),
             op.sym_name,
             linkage,
             constant=op.constant is not None or None,

@@ -36,7 +36,7 @@ from xdsl.dialects.builtin import (
     UnrealizedConversionCastOp,
     i64,
 )
-from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint
 from xdsl.traits import SymbolTable, is_side_effect_free
@@ -113,7 +113,7 @@ def _plan(captured: list[SSAValue]) -> tuple[list[Operation], list[SSAValue]]:
     return clone, passed
 
 
-def _slot_type(value: SSAValue):
+def _slot_type(value: SSAValue) -> Attribute:
     t = value.type
     if isinstance(t, MemRefType):
         return PTR
@@ -143,7 +143,9 @@ def _fresh_name(module: ModuleOp, base: str) -> str:
 def outline(loop: scf.ParallelOp, fn: func.FuncOp, module: ModuleOp) -> None:
     """Replace `loop` (inside `fn`) by a runtime call to an outlined body function."""
     if loop.initVals:
-        raise DiagnosticException("convert-parallel-to-runtime: scf.parallel with reductions is not supported")
+        raise DiagnosticException(
+            "convert-parallel-to-runtime: scf.parallel with reductions is not supported"
+        )
     lbs = [_constant_index(v, "a lower bound") for v in loop.lowerBound]
     ubs = [_constant_index(v, "an upper bound") for v in loop.upperBound]
     steps = [_constant_index(v, "a step") for v in loop.step]
@@ -251,7 +253,9 @@ class ConvertParallelToRuntimePass(ModulePass):
             while fn is not None and not isinstance(fn, func.FuncOp):
                 fn = fn.parent_op()
             if fn is None:
-                raise DiagnosticException("convert-parallel-to-runtime: scf.parallel outside a func.func")
+                raise DiagnosticException(
+                    "convert-parallel-to-runtime: scf.parallel outside a func.func"
+                )
             outline(loop, fn, op)
 
 

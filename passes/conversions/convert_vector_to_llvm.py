@@ -114,17 +114,18 @@ class ReductionLowering(RewritePattern):
         etype = vtype.element_type
         kind = op.kind.data.value if hasattr(op.kind.data, "value") else str(op.kind.data)
         ops: list[Operation]
+        res: SSAValue
         if kind == "add":
             start = const_float(0.0, etype)
-            red = llvm.VectorReduceFAddOp(start.result, vec, _REASSOC)
-            ops, res = [start, red], red.res
+            fadd = llvm.VectorReduceFAddOp(start.result, vec, _REASSOC)
+            ops, res = [start, fadd], fadd.res
             if acc is not None:
                 add = llvm.FAddOp(acc, res)
                 ops, res = [*ops, add], add.res
         elif kind == "mul":
             start = const_float(1.0, etype)
-            red = llvm.VectorReduceFMulOp(start.result, vec, _REASSOC)
-            ops, res = [start, red], red.res
+            fmul = llvm.VectorReduceFMulOp(start.result, vec, _REASSOC)
+            ops, res = [start, fmul], fmul.res
             if acc is not None:
                 mul = llvm.FMulOp(acc, res)
                 ops, res = [*ops, mul], mul.res

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from xdsl.dialects import llvm
+from xdsl.dialects import arith, llvm
 from xdsl.dialects.builtin import (
+    AnyFloat,
+    DenseIntOrFPElementsAttr,
     FloatAttr,
     IndexType,
     IntegerAttr,
@@ -92,14 +94,14 @@ def const_int(value: int, type: Attribute = i64) -> llvm.ConstantOp:
 
 def const_float(value: float, type: Attribute) -> llvm.ConstantOp:
     """A scalar or splat-vector float constant."""
-    from xdsl.dialects.builtin import DenseIntOrFPElementsAttr
-
     if isinstance(type, VectorType):
         return llvm.ConstantOp(
             DenseIntOrFPElementsAttr.from_list(type, [value] * _num_elements(type)),
             type,
         )
-    return llvm.ConstantOp(FloatAttr(value, type), type)  # type: ignore[arg-type]
+    if not isinstance(type, AnyFloat):
+        raise TypeError(f"expected a float (or float vector) type, got {type}")
+    return llvm.ConstantOp(FloatAttr(value, type), type)
 
 
 def _num_elements(type: VectorType) -> int:
@@ -109,26 +111,34 @@ def _num_elements(type: VectorType) -> int:
     return n
 
 
+def static_strides(memref_type: MemRefType) -> list[int]:
+    """The strides of `memref_type`; ValueError if its layout has dynamic (or no) strides."""
+    strides = memref_type.get_strides()
+    static = [s for s in strides or () if s is not None]
+    if strides is None or len(static) != len(strides):
+        raise ValueError(f"dynamic strides/offset unsupported: {memref_type}")
+    return static
+
+
 def element_ptr(
     memref_type: MemRefType, base: SSAValue, indices: Sequence[SSAValue]
 ) -> tuple[list[Operation], SSAValue]:
     """GEP to element `indices` (i64 values) of a bare-pointer memref: o + sum(i_k * s_k)."""
-    strides = memref_type.get_strides()
+    strides = static_strides(memref_type)
     offset = memref_type.get_offset()
-    if any(s is None for s in strides) or offset is None:
+    if offset is None:
         raise ValueError(f"dynamic strides/offset unsupported: {memref_type}")
     ops: list[Operation] = []
     linear: SSAValue | None = None
     nsw = llvm.OverflowAttr([llvm.OverflowFlag.NO_SIGNED_WRAP])
-    offset = int(offset)
     for index, stride in zip(indices, strides, strict=True):
         known = constant_int(index)
         if known is not None:  # fold constant indices into the static offset: far fewer ops
-            offset += known * int(stride)  # type: ignore[arg-type]
+            offset += known * stride
             continue
         term = index
         if stride != 1:
-            c = const_int(int(stride))  # type: ignore[arg-type]
+            c = const_int(stride)
             mul = llvm.MulOp(index, c.result, overflow=nsw)
             ops += [c, mul]
             term = mul.res
@@ -139,7 +149,7 @@ def element_ptr(
             ops.append(add)
             linear = add.res
     if offset:
-        c = const_int(int(offset))
+        c = const_int(offset)
         ops.append(c)
         if linear is None:
             linear = c.result
@@ -157,8 +167,6 @@ def element_ptr(
 
 def constant_int(value: SSAValue) -> int | None:
     """The integer a value is known to hold (through conversion casts), or None."""
-    from xdsl.dialects import arith
-
     owner = value.owner
     while isinstance(owner, UnrealizedConversionCastOp) and len(owner.inputs) == 1:
         owner = owner.inputs[0].owner

@@ -21,14 +21,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import ClassVar, cast
+from typing import ClassVar, TypeVar
 
 from xdsl.context import Context
 from xdsl.dialects import arith, func, memref, tensor
 from xdsl.dialects.builtin import (
     AffineMapAttr,
     ArrayAttr,
-    DenseIntOrFPElementsAttr,
     DictionaryAttr,
     FunctionType,
     IndexType,
@@ -47,6 +46,7 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.ir.affine import AffineMap
 from xdsl.passes import ModulePass
 
+from dialects.attributes import MEMORY_PLAN_ATTR
 from passes.analysis.main_function import main_function
 from passes.transforms.bufferize_types import (
     collapse_type,
@@ -58,13 +58,27 @@ from passes.transforms.bufferize_types import (
 )
 from passes.transforms.memory_plan import PLANNERS, BufferRequest, MemoryPlan, check_plan
 
-MEMORY_PLAN_ATTR = "ziggurat.memory_plan"
 _VIEW_OPS = (memref.SubviewOp, memref.ExpandShapeOp, memref.CollapseShapeOp)
+
+_OpT = TypeVar("_OpT", bound=Operation)
+
+
+def _memref_type(value: SSAValue) -> MemRefType[Attribute]:
+    """The type of `value`, a buffer (memref) by construction of this pass."""
+    t = value.type
+    assert isinstance(t, MemRefType), t
+    return t
+
+
+def _tensor_type(t: Attribute) -> TensorType[Attribute]:
+    """`t`, a tensor type by the TENSOR-level contract of the input."""
+    assert isinstance(t, TensorType), t
+    return t
 
 
 def build_copy(src: SSAValue, dst: SSAValue) -> GenericOp:
     """A copy as a linalg.generic (identity maps, parallel), so it is scheduled like any kernel."""
-    src_t = cast(MemRefType[Attribute], src.type)
+    src_t = _memref_type(src)
     rank = src_t.get_num_dims()
     identity = AffineMapAttr(AffineMap.identity(rank))
     body = Block(arg_types=[src_t.element_type, src_t.element_type])
@@ -85,7 +99,7 @@ def is_copy(op: Operation) -> bool:
     maps = [m.data for m in op.indexing_maps]
     if any(m != AffineMap.identity(m.num_dims) for m in maps):
         return False
-    if any(it.data.value != "parallel" for it in op.iterator_types):  # type: ignore[union-attr]
+    if any(it.data.value != "parallel" for it in op.iterator_types):
         return False
     ops = list(op.body.block.ops)
     return (
@@ -96,7 +110,7 @@ def is_copy(op: Operation) -> bool:
 
 
 def _reassociation(op: tensor.ExpandShapeOp | tensor.CollapseShapeOp) -> list[list[int]]:
-    return [[cast(IntegerAttr, d).value.data for d in g.data] for g in op.reassociation.data]
+    return [[d.value.data for d in g.data] for g in op.reassociation.data]
 
 
 def _top_level(op: Operation, positions: dict[Operation, int]) -> Operation | None:
@@ -168,7 +182,7 @@ class _Bufferizer:
         self.base[view.result] = view.result
         return view.result
 
-    def emit(self, op: Operation) -> Operation:
+    def emit(self, op: _OpT) -> _OpT:
         self.body.append(op)
         return op
 
@@ -182,7 +196,7 @@ class _Bufferizer:
         c = build_copy(src, dst)
         if like is not None:
             c.attributes.update(like.attributes)
-        self.copies.append(cast(GenericOp, self.emit(c)))
+        self.copies.append(self.emit(c))
 
     def writable_in_place(self, init: SSAValue, i: int) -> bool:
         """Whether op `i` may overwrite the buffer of `init`: it is an intermediate and no
@@ -202,7 +216,7 @@ class _Bufferizer:
         """The buffer op `i` writes its result for `init` into (destination passing)."""
         if self.writable_in_place(init, i):
             return self.vmap[init]
-        fresh = self.new_buffer(tensor_to_memref(cast(TensorType[Attribute], init.type)))
+        fresh = self.new_buffer(tensor_to_memref(_tensor_type(init.type)))
         if needs_content:
             self.copy(self.vmap[init], fresh)
         return fresh
@@ -215,13 +229,13 @@ class _Bufferizer:
                 self.bind(op.result, self.constant(op))
             case tensor.EmptyOp():
                 if op.tensor.uses:
-                    ty = tensor_to_memref(cast(TensorType[Attribute], op.tensor.type))
+                    ty = tensor_to_memref(op.tensor.type)
                     self.bind(op.tensor, self.new_buffer(ty))
             case FillOp():
                 out = self.dest_buffer(op.outputs[0], i, needs_content=False)
-                new = FillOp([self.vmap.get(v, v) for v in op.inputs], [out], res=())
-                new.attributes.update(op.attributes)
-                self.emit(new)
+                fill = FillOp([self.vmap.get(v, v) for v in op.inputs], [out], res=())
+                fill.attributes.update(op.attributes)
+                self.emit(fill)
                 self.bind(op.results[0], out)
             case GenericOp():
                 self.generic(op, i)
@@ -229,8 +243,8 @@ class _Bufferizer:
                 src = self.vmap[op.src]
                 shape = list(op.static_output_shape.get_values())
                 reassoc = _reassociation(op)
-                res_t = expand_type(cast(MemRefType[Attribute], src.type), reassoc, shape)
-                new = memref.ExpandShapeOp.build(
+                res_t = expand_type(_memref_type(src), reassoc, shape)
+                expand = memref.ExpandShapeOp.build(
                     operands=[src, []],
                     result_types=[res_t],
                     properties={
@@ -238,30 +252,28 @@ class _Bufferizer:
                         "static_output_shape": op.static_output_shape,
                     },
                 )
-                self.bind(op.result, self.emit_view(new, src))
+                self.bind(op.result, self.emit_view(expand, src))
             case tensor.CollapseShapeOp():
                 src = self.vmap[op.src]
                 reassoc = _reassociation(op)
-                src_t = cast(MemRefType[Attribute], src.type)
+                src_t = _memref_type(src)
                 if not is_collapsible(src_t, reassoc):
-                    fresh = self.new_buffer(
-                        tensor_to_memref(cast(TensorType[Attribute], op.src.type))
-                    )
+                    fresh = self.new_buffer(tensor_to_memref(_tensor_type(op.src.type)))
                     self.copy(src, fresh)
-                    src, src_t = fresh, cast(MemRefType[Attribute], fresh.type)
-                new = memref.CollapseShapeOp.build(
+                    src, src_t = fresh, _memref_type(fresh)
+                collapse = memref.CollapseShapeOp.build(
                     operands=[src],
                     result_types=[collapse_type(src_t, reassoc)],
                     properties={"reassociation": op.reassociation},
                 )
-                self.bind(op.result, self.emit_view(new, src))
+                self.bind(op.result, self.emit_view(collapse, src))
             case tensor.ExtractSliceOp():
                 src = self.vmap[op.source]
-                res_shape = cast(TensorType[Attribute], op.result.type).get_shape()
+                res_shape = op.result.type.get_shape()
                 self.bind(op.result, self.subview(src, op, res_shape))
             case tensor.InsertSliceOp():
                 out = self.dest_buffer(op.dest, i, needs_content=True)
-                src_shape = cast(TensorType[Attribute], op.source.type).get_shape()
+                src_shape = _tensor_type(op.source.type).get_shape()
                 view = self.subview(out, op, src_shape)
                 self.copy(self.vmap[op.source], view, like=op)
                 self.bind(op.result, out)
@@ -272,9 +284,8 @@ class _Bufferizer:
                     isinstance(o.type, TensorType) for o in op.operands
                 ):
                     raise ValueError(f"bufferize: unsupported tensor op {op.name}")
-                new = op.clone(value_mapper=self.vmap)
-                self.emit(new)
-                for old_r, new_r in zip(op.results, new.results, strict=True):
+                clone = self.emit(op.clone(value_mapper=self.vmap))
+                for old_r, new_r in zip(op.results, clone.results, strict=True):
                     self.vmap[old_r] = new_r
 
     def subview(
@@ -288,21 +299,19 @@ class _Bufferizer:
         offsets = list(op.static_offsets.get_values())
         sizes = list(op.static_sizes.get_values())
         steps = list(op.static_strides.get_values())
-        res_t = subview_type(
-            cast(MemRefType[Attribute], src.type), offsets, sizes, steps, target_shape
-        )
+        res_t = subview_type(_memref_type(src), offsets, sizes, steps, target_shape)
         new = memref.SubviewOp.get(src, offsets, sizes, steps, res_t)
         return self.emit_view(new, src)
 
     def constant(self, op: arith.ConstantOp) -> SSAValue:
-        ty = tensor_to_memref(cast(TensorType[Attribute], op.result.type))
+        ty = tensor_to_memref(_tensor_type(op.result.type))
         key = (ty, op.value)
         if key not in self.globals_:
             name = self.fresh_global_name()
             glob = memref.GlobalOp.get(
                 StringAttr(name),
                 ty,
-                cast(DenseIntOrFPElementsAttr, op.value),
+                op.value,
                 constant=UnitAttr(),
                 alignment=64,
             )
@@ -353,12 +362,12 @@ class _Bufferizer:
         maps = [m.data for m in op.indexing_maps]
         if not isinstance(init.owner, tensor.EmptyOp) or op.body.block.args[n_in + k].uses:
             return None
-        if any(it.data.value != "parallel" for it in op.iterator_types):  # type: ignore[union-attr]
+        if any(it.data.value != "parallel" for it in op.iterator_types):
             return None
         out_map = maps[n_in + k]
         if out_map != AffineMap.identity(out_map.num_dims):
             return None
-        out_type = tensor_to_memref(cast(TensorType[Attribute], init.type))
+        out_type = tensor_to_memref(_tensor_type(init.type))
         nested = {o for region in op.regions for n in region.walk() for o in n.operands}
         for j, value in enumerate(op.inputs):
             buf = self.vmap.get(value)
@@ -459,10 +468,7 @@ class _Bufferizer:
             view = next((v for v in self.plan_views if v.result is src), None)
             if view is None or self.base[dst] is src:
                 continue
-            if (
-                cast(MemRefType[Attribute], src.type).get_shape()
-                != cast(MemRefType[Attribute], dst.type).get_shape()
-            ):
+            if _memref_type(src).get_shape() != _memref_type(dst).get_shape():
                 continue
             if src.type != dst.type and any(isinstance(u.operation, _VIEW_OPS) for u in src.uses):
                 continue
@@ -498,7 +504,7 @@ class _Bufferizer:
             if not where:
                 continue
             used.append(view)
-            size = memref_bytes(cast(MemRefType[Attribute], view.result.type))
+            size = memref_bytes(view.result.type)
             requests.append(BufferRequest(size, min(where), max(where)))
         plan = PLANNERS[self.planner](requests)
         check_plan(requests, plan)
@@ -545,7 +551,7 @@ def bufferize_function(module: ModuleOp, fn: func.FuncOp, planner: str = "greedy
     """Rewrite `fn` (tensor level) into destination-passing style on memrefs, in place."""
     ftype = fn.function_type
     in_types = [tensor_to_memref(t) if isinstance(t, TensorType) else t for t in ftype.inputs.data]
-    out_types = [tensor_to_memref(cast(TensorType[Attribute], t)) for t in ftype.outputs.data]
+    out_types = [tensor_to_memref(_tensor_type(t)) for t in ftype.outputs.data]
     block = Block(arg_types=[*in_types, *out_types])
     state = _Bufferizer(module, fn, planner)
     old_block = fn.body.block
@@ -610,4 +616,4 @@ class BufferizePass(ModulePass):
         )
 
 
-__all__ = ["BufferizePass", "MEMORY_PLAN_ATTR", "build_copy", "bufferize_function", "is_copy"]
+__all__ = ["BufferizePass", "build_copy", "bufferize_function", "is_copy"]

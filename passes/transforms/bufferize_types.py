@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from xdsl.dialects.builtin import (
+    ComplexType,
+    FixedBitwidthType,
     MemRefType,
     NoneAttr,
     StridedLayoutAttr,
@@ -20,8 +22,9 @@ from xdsl.ir import Attribute
 def strides_and_offset(t: MemRefType[Attribute]) -> tuple[list[int], int]:
     strides = t.get_strides()
     offset = t.get_offset()
-    assert strides is not None and offset is not None and None not in strides, t
-    return [int(s) for s in strides], int(offset)  # type: ignore[arg-type]
+    static = [s for s in strides or () if s is not None]
+    assert strides is not None and offset is not None and len(static) == len(strides), t
+    return static, offset
 
 
 def is_identity(t: MemRefType[Attribute]) -> bool:
@@ -45,8 +48,16 @@ def memref_bytes(t: MemRefType[Attribute]) -> int:
     size = 1
     for d in t.get_shape():
         size *= d
-    width = getattr(t.element_type, "bitwidth", None) or t.element_type.size * 8  # type: ignore[attr-defined]
-    return size * ((width + 7) // 8)
+    return size * ((_element_bits(t.element_type) + 7) // 8)
+
+
+def _element_bits(t: Attribute) -> int:
+    """Storage bits of one element: the bit width, or twice the part's bytes for complex."""
+    if isinstance(t, FixedBitwidthType):
+        return t.bitwidth
+    if isinstance(t, ComplexType):
+        return t.size * 8
+    raise TypeError(f"memref element type without a fixed size: {t}")
 
 
 def _drop_unit_dims(

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
@@ -42,10 +42,15 @@ def _const(v: SSAValue | None) -> np.ndarray | None:
 
 def _params(bn: g.BatchNormOp) -> tuple[np.ndarray, np.ndarray] | None:
     """(s, t) in float64, or None if a parameter is not constant."""
-    vals = [_const(v) for v in (bn.scale, bn.bias, bn.mean, bn.var)]
-    if any(v is None for v in vals):
+    scale, bias, mean, var = (_const(v) for v in (bn.scale, bn.bias, bn.mean, bn.var))
+    if scale is None or bias is None or mean is None or var is None:
         return None
-    return batch_norm_scale_shift(*vals, prop(bn, "epsilon"))  # type: ignore[arg-type]
+    return batch_norm_scale_shift(scale, bias, mean, var, prop(bn, "epsilon"))
+
+
+def _rank(v: SSAValue) -> int | None:
+    """The rank of a ranked tensor value, else None."""
+    return len(v.type.get_shape()) if isinstance(v.type, TensorType) else None
 
 
 def _hint(op: Operation, old: SSAValue | None, default: str) -> None:
@@ -63,8 +68,12 @@ def _sole_user(producer: Operation, bn: g.BatchNormOp) -> bool:
 
 def _erase_dead_constants(rewriter: PatternRewriter, values: list[SSAValue | None]) -> None:
     for v in values:
-        if v is not None and isinstance(v.owner, g.ConstantOp) and not v.uses \
-                and v.owner.parent is not None:  # a constant may be listed twice
+        if (
+            v is not None
+            and isinstance(v.owner, g.ConstantOp)
+            and not v.uses
+            and v.owner.parent is not None
+        ):  # a constant may be listed twice
             rewriter.erase(v.owner)
 
 
@@ -102,16 +111,20 @@ class FoldIntoLinear(RewritePattern):
         if not isinstance(lin, g.GemmOp | g.MatmulOp) or not _sole_user(lin, bn):
             return
         w, st = _const(lin.b), _params(bn)
-        if w is None or st is None or w.ndim != 2 or len(lin.a.type.get_shape()) != 2:  # type: ignore[attr-defined]
+        if w is None or st is None or w.ndim != 2 or _rank(lin.a) != 2:
             return
         gemm = isinstance(lin, g.GemmOp)
-        c = _const(lin.c) if gemm else None
-        if gemm and lin.c is not None and c is None:
+        lin_c = lin.c if isinstance(lin, g.GemmOp) else None
+        c = _const(lin_c)
+        if lin_c is not None and c is None:
             return
         s, t = st
         # the output channel is the last dim of op(B): its rows if trans_b, else its columns
-        w2 = g.ConstantOp((w.astype(np.float64) * (s[:, None] if gemm and prop(lin, "trans_b")
-                                                    else s[None, :])).astype(F32))
+        w2 = g.ConstantOp(
+            (
+                w.astype(np.float64) * (s[:, None] if gemm and prop(lin, "trans_b") else s[None, :])
+            ).astype(F32)
+        )
         _hint(w2, lin.b, "w")
         beta = float(F32(prop(lin, "beta"))) if gemm else 0.0
         ops: list[Operation] = [w2]
@@ -119,14 +132,16 @@ class FoldIntoLinear(RewritePattern):
             # beta * c' = beta * c * s + t
             c2 = t / beta if c is None else c.astype(np.float64) * s + t / beta
             c2op = g.ConstantOp(c2.astype(F32))
-            _hint(c2op, lin.c, "c")
+            _hint(c2op, lin_c, "c")
             ops += [c2op, g.GemmOp(lin.a, w2, c2op, **dict(lin.properties))]
         else:
-            prod = g.GemmOp(lin.a, w2, None, **dict(lin.properties)) if gemm else g.MatmulOp(lin.a, w2)
+            prod = (
+                g.GemmOp(lin.a, w2, None, **dict(lin.properties)) if gemm else g.MatmulOp(lin.a, w2)
+            )
             shift = g.ConstantOp(t.astype(F32))
             _hint(shift, None, "shift")
             ops += [prod, shift, g.AddOp(prod, shift)]
-        old = [lin.b, lin.c if gemm else None, *_bn_params(bn)]
+        old = [lin.b, lin_c, *_bn_params(bn)]
         rewriter.replace(bn, ops)
         rewriter.erase(lin)
         _erase_dead_constants(rewriter, old)
@@ -137,10 +152,9 @@ class BatchNormToScaleShift(RewritePattern):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, bn: g.BatchNormOp, rewriter: PatternRewriter) -> None:
-        st = _params(bn)
-        if st is None:
+        st, rank = _params(bn), _rank(bn.x)
+        if st is None or rank is None:
             return
-        rank = len(bn.x.type.get_shape())  # type: ignore[attr-defined]
         ch = (-1,) + (1,) * (rank - 2)
         s, t = st
         sc = g.ConstantOp(s.reshape(ch).astype(F32))
@@ -160,5 +174,6 @@ class FoldBatchnormPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         # producer folds first: the walker tries the patterns in order on each batch_norm
-        PatternRewriteWalker(GreedyRewritePatternApplier(
-            [FoldIntoConv(), FoldIntoLinear(), BatchNormToScaleShift()])).rewrite_module(op)
+        PatternRewriteWalker(
+            GreedyRewritePatternApplier([FoldIntoConv(), FoldIntoLinear(), BatchNormToScaleShift()])
+        ).rewrite_module(op)

@@ -25,8 +25,10 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import (
     ModuleOp,
     TensorType,
+    i64,
 )
 from xdsl.ir import Operation
+from xdsl.irdl import IRDLOperation
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
     PatternRewriter,
@@ -42,11 +44,13 @@ F32 = np.float32
 
 
 def prop(op: Operation, name: str) -> Any:
-    """A property of a graph op as a plain Python value (its declared default when absent)."""
+    """A property of a graph op as a plain Python value (its declared default when absent, None
+    if it has none)."""
     a = op.properties.get(name)
     if a is None:
-        a = type(op).get_irdl_definition().properties[name].default_value  # type: ignore[attr-defined]
-    return attribute_value(a)
+        assert isinstance(op, IRDLOperation), f"{op.name} has no declared properties"
+        a = type(op).get_irdl_definition().properties[name].default_value
+    return None if a is None else attribute_value(a)
 
 
 def result_shape(op: Operation, i: int = 0) -> tuple[int, ...]:
@@ -87,7 +91,9 @@ def _softmax(x: np.ndarray, axis: int, log: bool) -> np.ndarray:
     return (z - np.log(s) if log else np.exp(z) / s).astype(F32)
 
 
-def _layer_norm(x: np.ndarray, scale: np.ndarray, bias: np.ndarray | None, op: Operation) -> np.ndarray:
+def _layer_norm(
+    x: np.ndarray, scale: np.ndarray, bias: np.ndarray | None, op: Operation
+) -> np.ndarray:
     axes = tuple(range(prop(op, "axis"), x.ndim))
     d = x.astype(np.float64)
     mean = d.mean(axis=axes, keepdims=True)
@@ -96,8 +102,9 @@ def _layer_norm(x: np.ndarray, scale: np.ndarray, bias: np.ndarray | None, op: O
     return (y if bias is None else y + bias).astype(F32)
 
 
-def batch_norm_scale_shift(scale: np.ndarray, bias: np.ndarray, mean: np.ndarray, var: np.ndarray,
-                           eps: float) -> tuple[np.ndarray, np.ndarray]:
+def batch_norm_scale_shift(
+    scale: np.ndarray, bias: np.ndarray, mean: np.ndarray, var: np.ndarray, eps: float
+) -> tuple[np.ndarray, np.ndarray]:
     """Inference batch norm as y = x * s + t per channel (computed in float64)."""
     s = scale.astype(np.float64) / np.sqrt(var.astype(np.float64) + float(np.float32(eps)))
     t = bias.astype(np.float64) - mean.astype(np.float64) * s
@@ -111,17 +118,23 @@ def _batch_norm(a: Sequence[np.ndarray], op: Operation) -> np.ndarray:
     return (x.astype(np.float64) * s.reshape(ch) + t.reshape(ch)).astype(F32)
 
 
-def _reduce(fn: Callable[..., np.ndarray]) -> Callable[[Sequence[np.ndarray], Operation], np.ndarray]:
+def _reduce(
+    fn: Callable[..., np.ndarray],
+) -> Callable[[Sequence[np.ndarray], Operation], np.ndarray]:
     def run(a: Sequence[np.ndarray], op: Operation) -> np.ndarray:
         axes = prop(op, "axes")
-        return fn(a[0], axis=tuple(axes) if axes else None, keepdims=bool(prop(op, "keepdims"))).astype(F32)
+        return fn(
+            a[0], axis=tuple(axes) if axes else None, keepdims=bool(prop(op, "keepdims"))
+        ).astype(F32)
 
     return run
 
 
 def _slice(x: np.ndarray, op: Operation) -> np.ndarray:
-    idx = tuple(slice(s, None if e < 0 else e, st)
-                for s, e, st in zip(prop(op, "starts"), prop(op, "ends"), prop(op, "steps"), strict=True))
+    idx = tuple(
+        slice(s, None if e < 0 else e, st)
+        for s, e, st in zip(prop(op, "starts"), prop(op, "ends"), prop(op, "steps"), strict=True)
+    )
     return x[idx]
 
 
@@ -157,8 +170,12 @@ NUMPY_SEMANTICS: dict[type[Operation], Semantics] = {
     g.ErfOp: lambda a, op: _erf(a[0]).astype(F32),
     g.HardSwishOp: lambda a, op: a[0] * np.clip(a[0] / F32(6) + F32(0.5), 0, 1),
     g.LeakyReluOp: lambda a, op: np.where(a[0] >= 0, a[0], F32(prop(op, "alpha")) * a[0]),
-    g.HardSigmoidOp: lambda a, op: np.clip(F32(prop(op, "alpha")) * a[0] + F32(prop(op, "beta")), 0, 1),
-    g.ClipOp: lambda a, op: np.minimum(np.maximum(a[0], F32(prop(op, "min"))), F32(prop(op, "max"))),
+    g.HardSigmoidOp: lambda a, op: np.clip(
+        F32(prop(op, "alpha")) * a[0] + F32(prop(op, "beta")), 0, 1
+    ),
+    g.ClipOp: lambda a, op: np.minimum(
+        np.maximum(a[0], F32(prop(op, "min"))), F32(prop(op, "max"))
+    ),
     g.GeluOp: lambda a, op: _gelu(a[0], op),
     g.CastOp: lambda a, op: a[0].astype(F32),
     g.IdentityOp: lambda a, op: a[0],
@@ -198,9 +215,11 @@ def evaluate(op: Operation, arrays: Sequence[np.ndarray]) -> list[np.ndarray] | 
     outs = out if isinstance(out, list) else [out]
     res = []
     for r, v in zip(op.results, outs, strict=True):
-        dt = np.int64 if r.type.get_element_type() == g.I64 else F32  # type: ignore[attr-defined]
+        t = r.type
+        assert isinstance(t, TensorType), (op.name, t)
+        dt = np.int64 if t.get_element_type() == i64 else F32
         v = np.asarray(v).astype(dt)
-        assert v.shape == tuple(r.type.get_shape()), (op.name, v.shape)  # type: ignore[attr-defined]
+        assert v.shape == tuple(t.get_shape()), (op.name, v.shape)
         res.append(v)
     return res
 
@@ -218,11 +237,12 @@ class FoldConstantOp(RewritePattern):
         if type(op) not in NUMPY_SEMANTICS or not op.results:
             return
         producers = [v.owner for v in op.operands]
-        if not all(isinstance(p, g.ConstantOp) for p in producers):
+        constants = [p for p in producers if isinstance(p, g.ConstantOp)]
+        if len(constants) != len(producers):
             return
         if any(math.prod(result_shape(op, i)) > self.max_elements for i in range(len(op.results))):
             return
-        arrays = [g.constant_value(p) for p in producers]  # type: ignore[arg-type]
+        arrays = [g.constant_value(p) for p in constants]
         outs = evaluate(op, arrays)
         if outs is None:
             return

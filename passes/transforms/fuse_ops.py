@@ -24,8 +24,7 @@ from passes.analysis.fusion_groups import FusionGroup, fusion_groups
 
 
 def _is_node(op: Operation) -> bool:
-    return (op.name.startswith("graph.") and hasattr(type(op), "pattern_kind")
-            and not isinstance(op, g.ConstantOp))
+    return g.pattern_kind(op) is not None and not isinstance(op, g.ConstantOp)
 
 
 def dataflow_graph(block: Block) -> tuple[nx.DiGraph, dict[int, Operation], set[int]]:
@@ -85,20 +84,22 @@ def build_fused(members: list[Operation], pattern: str) -> tuple[g.FusedOp, list
 def fuse_block(block: Block, max_group_size: int = 32) -> list[g.FusedOp]:
     """Fuse the top-level graph ops of one block in place; returns the new fused ops."""
     graph, ops, outputs = dataflow_graph(block)
-    kinds = {i: type(op).pattern_kind for i, op in ops.items()}  # type: ignore[attr-defined]
+    kinds = {i: k for i, op in ops.items() if (k := g.pattern_kind(op)) is not None}
     names = {i: _short(op) for i, op in ops.items()}
-    groups: list[FusionGroup] = fusion_groups(graph, kinds, outputs=outputs, names=names,
-                                              max_group_size=max_group_size)
+    groups: list[FusionGroup[int]] = fusion_groups(
+        graph, kinds, outputs=outputs, names=names, max_group_size=max_group_size
+    )
     fused_ops: list[g.FusedOp] = []
     for group in groups:
-        members = [ops[i] for i in sorted(group.nodes)]  # type: ignore[type-var]
+        members = [ops[i] for i in sorted(group.nodes)]
         last = members[-1]
         fused, _ = build_fused(members, group.pattern.name.lower())
         block.insert_op_before(fused, last)
         for old, new in zip(last.results, fused.results, strict=True):
             old.replace_all_uses_with(new)
-        consts = {v.owner for op in members for v in op.operands
-                  if isinstance(v.owner, g.ConstantOp)}
+        consts = {
+            v.owner for op in members for v in op.operands if isinstance(v.owner, g.ConstantOp)
+        }
         for op in reversed(members):
             block.erase_op(op)
         for c in consts:

@@ -12,11 +12,12 @@ from typing import ClassVar
 
 from xdsl.context import Context
 from xdsl.dialects import arith, func, memref
-from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, ModuleOp, i64
+from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, ModuleOp, StringAttr, i64
 from xdsl.dialects.linalg.ops import FillOp, GenericOp
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 
+from dialects.attributes import GROUP_ATTR, PRIVATE_ARGS_ATTR
 from passes.analysis.main_function import main_function
 
 
@@ -46,8 +47,6 @@ _VIEW_OPS = (
 )
 """Pure ops that may sit between the ops of one fusion group; they are cloned into its kernel."""
 
-GROUP_ATTR = "ziggurat.group"
-PRIVATE_ARGS_ATTR = "ziggurat.private_args"
 """Kernel arguments whose contents nobody reads after the kernel (intermediates of its group)."""
 
 
@@ -93,8 +92,8 @@ def _root(value: SSAValue) -> SSAValue:
 
 def _top_level(op: Operation, main: func.FuncOp) -> Operation:
     """The op of @main's body that is or contains `op`."""
-    while op.parent_op() is not None and op.parent_op() is not main:
-        op = op.parent_op()  # type: ignore[assignment]
+    while (parent := op.parent_op()) is not None and parent is not main:
+        op = parent
     return op
 
 
@@ -119,7 +118,9 @@ def _private_args(removed: set[Operation], args: list[SSAValue], main: func.Func
     def uses_outside(v: SSAValue) -> bool:
         for use in v.uses:
             user = _top_level(use.operation, main)
-            if user not in removed and not (isinstance(user, _VIEW_OPS[:4]) and not uses_outside(user.results[0])):
+            if user not in removed and not (
+                isinstance(user, _VIEW_OPS[:4]) and not uses_outside(user.results[0])
+            ):
                 return True
         return False
 
@@ -172,9 +173,9 @@ class OutlineKernelsPass(ModulePass):
         if main is None or not main.body.blocks:
             return
         taken = {
-            o.sym_name.data  # type: ignore[attr-defined]
+            sym_name.data
             for o in op.body.block.ops
-            if hasattr(o, "sym_name") and o.sym_name is not None  # type: ignore[attr-defined]
+            if isinstance(sym_name := getattr(o, "sym_name", None), StringAttr)
         }
         kernels: dict[str, str] = {}
         counter = 0

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
     GreedyRewritePatternApplier,
@@ -33,7 +33,8 @@ def _forward(op: Operation, value: SSAValue, rewriter: PatternRewriter) -> None:
     rewriter.replace(op, [], [value])
 
 
-def _erase_if_dead(op: Operation | None, rewriter: PatternRewriter) -> None:
+def _erase_if_dead(op: Operation | Block | None, rewriter: PatternRewriter) -> None:
+    """Erase `op` (an SSA value's owner: an op, or a block for a block argument) if unused."""
     if isinstance(op, Operation) and all(not r.uses for r in op.results):
         rewriter.erase(op)
 
@@ -67,8 +68,10 @@ class RemoveNoopReshape(RewritePattern):
     """reshape/flatten/squeeze/unsqueeze whose result type is its operand's type -> x."""
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
-        if isinstance(op, g.ReshapeOp | g.FlattenOp | g.SqueezeOp | g.UnsqueezeOp) \
-                and op.x.type == op.result.type:
+        if (
+            isinstance(op, g.ReshapeOp | g.FlattenOp | g.SqueezeOp | g.UnsqueezeOp)
+            and op.x.type == op.result.type
+        ):
             _forward(op, op.x, rewriter)
 
 
@@ -131,7 +134,7 @@ class RemoveNeutralOperand(RewritePattern):
         for x, c in sides:
             if x.type == op.result.type and _is_splat(c, self.neutral):
                 _forward(op, x, rewriter)
-                _erase_if_dead(c.owner, rewriter)  # type: ignore[arg-type]
+                _erase_if_dead(c.owner, rewriter)
                 return
 
 
@@ -146,10 +149,17 @@ class RemoveZeroPad(RewritePattern):
 
 def simplify_patterns() -> list[RewritePattern]:
     return [
-        RemoveIdentity(), RemoveDropout(), RemoveNoopCast(), RemoveNoopReshape(),
-        RemoveIdentityTranspose(), ComposeTransposes(), ComposeReshapes(),
-        RemoveNeutralOperand(g.MulOp, 1.0, True), RemoveNeutralOperand(g.AddOp, 0.0, True),
-        RemoveNeutralOperand(g.SubOp, 0.0, False), RemoveNeutralOperand(g.DivOp, 1.0, False),
+        RemoveIdentity(),
+        RemoveDropout(),
+        RemoveNoopCast(),
+        RemoveNoopReshape(),
+        RemoveIdentityTranspose(),
+        ComposeTransposes(),
+        ComposeReshapes(),
+        RemoveNeutralOperand(g.MulOp, 1.0, True),
+        RemoveNeutralOperand(g.AddOp, 0.0, True),
+        RemoveNeutralOperand(g.SubOp, 0.0, False),
+        RemoveNeutralOperand(g.DivOp, 1.0, False),
         RemoveZeroPad(),
     ]
 

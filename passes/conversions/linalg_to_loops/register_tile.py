@@ -1,0 +1,148 @@
+"""The register tile (unroll-and-jam): the micro-kernel at the bottom of every loop nest.
+
+A tile of the parallel loops holds one accumulator per (position, vector chunk). The
+accumulators are loaded (or computed by a fused prologue) once, carried through the reduction
+loops as scf.for iter_args, the body replicated per position at every reduction step (unrolled by
+the schedule's factor), and stored once, after the fused epilogues, so the inner loop of a
+matmul or convolution is loads, broadcasts and FMAs on registers.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+from xdsl.ir import SSAValue
+
+from dialects.sched import Schedule
+from passes.analysis.kernel_access import KernelInfo
+from passes.conversions.linalg_to_loops.body import BodyEmitter
+from passes.conversions.linalg_to_loops.emitter import Emitter, Pos, replaced, shifted
+from passes.conversions.linalg_to_loops.operand_io import OperandIO
+from passes.conversions.linalg_to_loops.stages import KernelStages
+
+TilePoint = tuple[list[Pos], int]
+"""One accumulator of the register tile: its loop positions and its vector width."""
+
+
+@dataclass(frozen=True)
+class ReductionPhase:
+    """Where the register tile sits among the cache tiles of a fused kernel's reduction loop.
+
+    Only the first tile starts from the prologue's value (later ones reload the partial sums from
+    the output buffer), and only the last applies the epilogues (earlier ones store partial sums).
+    """
+
+    first: bool = True
+    last: bool = True
+
+
+class RegisterTile:
+    """Emits the register tile at a point of the parallel loops."""
+
+    def __init__(
+        self,
+        info: KernelInfo,
+        schedule: Schedule,
+        stages: KernelStages,
+        emitter: Emitter,
+        io: OperandIO,
+        body: BodyEmitter,
+    ):
+        self.info = info
+        self.schedule = schedule
+        self.stages = stages
+        self.emitter = emitter
+        self.io = io
+        self.body = body
+        self.vector_loop = schedule.vector
+        self.vector_width = schedule.width if schedule.vector >= 0 else 1
+
+    def points(self, start: list[Pos], size: list[int]) -> list[TilePoint]:
+        """One accumulator per parallel position of the tile, `vector_width` lanes along the
+        vector loop (a narrower last chunk when the tile is not a multiple of it)."""
+        per_loop: list[list[tuple[int, int]]] = []  # (offset, width) of each chunk of each loop
+        for d in range(self.info.num_loops):
+            if self.info.iterators[d] != "parallel":
+                per_loop.append([(0, 1)])
+            elif d == self.vector_loop:
+                width = self.vector_width
+                per_loop.append([(o, min(width, size[d] - o)) for o in range(0, size[d], width)])
+            else:
+                per_loop.append([(o, 1) for o in range(size[d])])
+        out = []
+        for combo in itertools.product(*per_loop):
+            pos = [shifted(start[d], combo[d][0]) for d in range(self.info.num_loops)]
+            width = combo[self.vector_loop][1] if self.vector_loop >= 0 else 1
+            out.append((pos, width))
+        return out
+
+    def emit(self, start: list[Pos], size: list[int], phase: ReductionPhase) -> None:
+        """The tile at (start, size): accumulate over the reduction loops, then store."""
+        points = self.points(start, size)
+        reductions = [d for d in self.schedule.order if self.info.iterators[d] == "reduction"]
+        stages = self.stages
+        if not reductions:
+            for pos, width in points:
+                self.io.store(
+                    self.body.emit(stages.main, pos, width, None), stages.store_index, pos, width
+                )
+            return
+        partial = stages.output_index  # the reduction's own output buffer
+        if stages.prologue is not None and phase.first:  # the initial value, in registers
+            accs = [self.body.emit(stages.prologue, pos, width, None) for pos, width in points]
+        else:
+            accs = [self.io.load(partial, pos, width) for pos, width in points]
+        accs = self._reduce(reductions, 0, start, size, points, accs)
+        for (pos, width), acc in zip(points, accs):
+            if not phase.last:  # a partial sum: back to the output buffer
+                self.io.store(acc, partial, pos, width)
+                continue
+            for stage in stages.epilogues:  # applied to the finished accumulator, in registers
+                acc = self.body.emit(stage, pos, width, acc)
+            self.io.store(acc, stages.store_index, pos, width)
+
+    def _reduce(
+        self,
+        reductions: list[int],
+        level: int,
+        start: list[Pos],
+        size: list[int],
+        points: list[TilePoint],
+        accs: list[SSAValue],
+    ) -> list[SSAValue]:
+        """Reduction loop `reductions[level]` and those inside it, on the accumulators: full
+        blocks of the unroll factor in an scf.for carrying them, the remainder peeled."""
+        if level == len(reductions):
+            new = []
+            for (pos, width), acc in zip(points, accs):
+                at = [
+                    start[d] if self.info.iterators[d] == "reduction" else pos[d]
+                    for d in range(self.info.num_loops)
+                ]
+                new.append(self.body.emit(self.stages.main, at, width, acc))
+            return new
+        d = reductions[level]
+        unroll = max(1, min(self.schedule.unroll[d], size[d]))
+        num_full, remainder = divmod(size[d], unroll)
+        one = replaced(size, d, 1)
+
+        def unrolled(first: list[Pos], accs_in: list[SSAValue]) -> list[SSAValue]:
+            current = accs_in
+            for offset in range(unroll):
+                at = replaced(first, d, shifted(first[d], offset))
+                current = self._reduce(reductions, level + 1, at, one, points, current)
+            return current
+
+        if num_full == 1:
+            accs = unrolled(start, accs)
+        elif num_full > 1:
+            lower = self.emitter.position(start[d])
+            upper = self.emitter.position(shifted(start[d], num_full * unroll))
+            accs = self.emitter.for_loop(
+                lower, upper, unroll, accs, lambda iv, a: unrolled(replaced(start, d, (iv, 0)), a)
+            )
+        for offset in range(remainder):
+            at = replaced(start, d, shifted(start[d], num_full * unroll + offset))
+            accs = self._reduce(reductions, level + 1, at, one, points, accs)
+        return accs

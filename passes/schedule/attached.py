@@ -1,0 +1,79 @@
+"""The schedule attached to a kernel: read it, find the kernels a pass targets, rewrite theirs.
+
+A kernel without a `#sched.schedule` is scheduled by default_schedule, both when it is lowered
+and when a schedule pass edits it; `schedule_of` is that rule, written once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.linalg import ops as linalg
+from xdsl.utils.exceptions import DiagnosticException
+
+from dialects.sched import SCHEDULE_ATTR_NAME, Schedule, ScheduleAttr
+from passes.analysis.kernel_access import KernelInfo, analyze_kernel
+from passes.schedule.default import default_schedule
+from passes.schedule.options import check_op_option, option_error
+from passes.schedule.rules import legalize
+
+ScheduleEdit = Callable[[Schedule, KernelInfo], Schedule]
+"""A schedule pass's change: the kernel's current schedule and analysis -> the new schedule
+(raises ValueError when the change does not fit the kernel)."""
+
+
+def schedule_of(op: linalg.GenericOp, info: KernelInfo | None = None) -> Schedule:
+    """The schedule attached to `op`, or the analytic default when it has none. `info` is the
+    kernel's analysis when the caller has it (computed here only for the default)."""
+    attr = op.attributes.get(SCHEDULE_ATTR_NAME)
+    if isinstance(attr, ScheduleAttr):
+        return attr.schedule()
+    return default_schedule(info if info is not None else analyze_kernel(op))
+
+
+def set_schedule(op: linalg.GenericOp, s: Schedule) -> None:
+    """Attach `s` to `op` (replacing any schedule it has)."""
+    op.attributes[SCHEDULE_ATTR_NAME] = ScheduleAttr.from_schedule(s)
+
+
+def target_kernels(
+    module: ModuleOp, kernel: str, index: int = -1, pass_name: str = "schedule"
+) -> Iterator[linalg.GenericOp]:
+    """linalg.generic ops inside `func.func @kernel` (every function when kernel is empty); with
+    `index` >= 0 only the index-th generic of each function (a fused kernel holds several)."""
+    check_op_option(pass_name, index)
+    for f in module.walk():
+        if isinstance(f, func.FuncOp) and (not kernel or f.sym_name.data == kernel):
+            generics = [op for op in f.walk() if isinstance(op, linalg.GenericOp)]
+            if index >= len(generics) and generics:
+                plural = "s" if len(generics) > 1 else ""
+                raise option_error(
+                    pass_name,
+                    "op",
+                    index,
+                    f"-1..{len(generics) - 1} (@{f.sym_name.data} has {len(generics)} "
+                    f"linalg.generic op{plural})",
+                )
+            yield from (generics if index < 0 else generics[index : index + 1])
+
+
+def edit_schedules(
+    module: ModuleOp, kernel: str, pass_name: str, edit: ScheduleEdit, index: int = -1
+) -> None:
+    """Apply `edit` to the schedule of every targeted kernel (the default one when it has none)
+    and store the result, legalized (rules.legalize); a ValueError becomes a diagnostic that
+    names the pass."""
+    found = False
+    for op in target_kernels(module, kernel, index, pass_name):
+        found = True
+        info = analyze_kernel(op)
+        current = schedule_of(op, info)
+        try:
+            new = legalize(edit(current, info), info)
+        except ValueError as e:
+            raise DiagnosticException(f"{pass_name}: {e}") from e
+        set_schedule(op, new)
+    if kernel and not found:
+        raise DiagnosticException(f"{pass_name}: no kernel named '{kernel}'")
