@@ -296,16 +296,16 @@ class RandomCostModel:
         self._rng = np.random.default_rng(seed)
 
     def fit(self, X: np.ndarray, y: np.ndarray) -> None:
-        X = _as_matrix(X) if np.size(X) else None
-        if X is not None:
-            if self.feature_length is not None and X.shape[1] != self.feature_length:
+        if np.size(X):
+            matrix = _as_matrix(X)
+            if self.feature_length is not None and matrix.shape[1] != self.feature_length:
                 raise ValueError(
-                    f"RandomCostModel.fit: feature length {X.shape[1]} != {self.feature_length}"
+                    f"RandomCostModel.fit: feature length {matrix.shape[1]} != {self.feature_length}"
                 )
-            self.feature_length = int(X.shape[1])
+            self.feature_length = int(matrix.shape[1])
 
     def predict(self, X: np.ndarray) -> np.ndarray:
-        return self._rng.random(_as_matrix(X).shape[0])
+        return np.asarray(self._rng.random(int(_as_matrix(X).shape[0])))
 
     def save(self, path: str | os.PathLike[str]) -> None:
         meta = {

@@ -33,6 +33,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from compiler.backends.llvm_cpu.jit import host_target as measured_on
 from compiler.errors import ZigguratError
 
 try:
@@ -66,8 +67,6 @@ class DatabaseError(ZigguratError):
 def host_target() -> dict[str, str]:
     """This machine's target entry ({cpu, features}), as measure.host_target gives it."""
     if not _HOST_TARGET:
-        from autotune.measure import host_target as measured_on
-
         _HOST_TARGET.update(measured_on())
     return dict(_HOST_TARGET)
 

@@ -64,7 +64,7 @@ import ssl
 import threading
 import time
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, cast
 
 from autotune.measure import ERROR_KINDS, MeasureResult, host_target, measure
 from compiler.errors import ZigguratError
@@ -75,7 +75,6 @@ SAFE_DESERIALIZERS = ["msgpack", "error"]  # plain data, or dask's "could not se
 _RESULT_FIELDS = ("costs", "error_kind", "error", "build_s", "run_s")
 _MAX_TEXT = 2000  # characters of worker-written text kept (errors, names)
 _MAX_COSTS = 10_000
-
 
 
 @contextlib.contextmanager
@@ -92,6 +91,7 @@ def _no_collection() -> Any:
     finally:
         if enabled:
             gc.enable()
+
 
 class DaskSetupError(ZigguratError, RuntimeError):
     """No usable cluster: dask missing, the scheduler unreachable or insecure, bad TLS files, no
@@ -240,14 +240,15 @@ def describe_pickled_exception(exception: Any) -> str:
                 memo[len(memo)] = pushed
                 continue
             if name in ("PUT", "BINPUT", "LONG_BINPUT"):
-                memo[arg] = pushed
+                if isinstance(arg, int):
+                    memo[arg] = pushed
                 continue
             pushed = None
             if "UNICODE" in name and isinstance(arg, str):
                 strings.append(arg)
                 pushed = arg
             elif name in ("GET", "BINGET", "LONG_BINGET"):
-                pushed = memo.get(arg)
+                pushed = memo.get(arg) if isinstance(arg, int) else None
                 if isinstance(pushed, str):
                     strings.append(pushed)
             elif name == "STACK_GLOBAL" and len(strings) >= 2:
@@ -273,7 +274,9 @@ def _safe_client_class() -> type:
     """distributed.Client, minus everything that unpickles what a worker can write."""
     distributed = _import_distributed()
 
-    class SafeClient(distributed.Client):
+    client_class: Any = distributed.Client
+
+    class SafeClient(client_class):
         """A client whose report stream leaves dask's Serialized payloads serialized, that drops
         the pickled result type, names a failed task's exception without unpickling it, and
         handles no events (distributed's "warn" handler unpickles what a worker logs)."""
@@ -308,15 +311,16 @@ def _measure_chunk(
         proc = multiprocessing.current_process()
         # a nanny's worker process is daemonic, and multiprocessing gives a daemon no children
         # (measure's build pool); measure terminates its pool itself and the runner dies with us
-        daemon = proc._config.get("daemon")
-        proc._config["daemon"] = False
+        config: dict[str, Any] = proc._config  # type: ignore[attr-defined]
+        daemon = config.get("daemon")
+        config["daemon"] = False
         try:
             return measure(task, candidates, **kwargs)
         finally:
             if daemon is None:
-                proc._config.pop("daemon", None)
+                config.pop("daemon", None)
             else:
-                proc._config["daemon"] = daemon
+                config["daemon"] = daemon
 
 
 def encode_reply(
@@ -330,8 +334,13 @@ def encode_reply(
         if not isinstance(r, MeasureResult):
             raise TypeError(f"the chunk gave a {type(r).__name__}, not a MeasureResult")
         rows.append(
-            {"costs": r.costs, "error_kind": r.error_kind, "build_s": r.build_s, "run_s": r.run_s,
-             "error": r.error[:_MAX_TEXT] if isinstance(r.error, str) else r.error}
+            {
+                "costs": r.costs,
+                "error_kind": r.error_kind,
+                "build_s": r.build_s,
+                "run_s": r.run_s,
+                "error": r.error[:_MAX_TEXT] if isinstance(r.error, str) else r.error,
+            }
         )
     return json.dumps({"target": dict(target), "results": rows})
 
@@ -368,7 +377,7 @@ def _number(x: object) -> float | None:
     """x as a finite float, None if it is not a finite number (bools are not numbers here)."""
     if type(x) not in (int, float):
         return None
-    f = float(x)
+    f = float(cast(float, x))
     return f if math.isfinite(f) else None
 
 
@@ -395,16 +404,18 @@ def _parse_result(row: object) -> MeasureResult | str:
         return f"error is a {type(error).__name__}, not a string"
     if not isinstance(costs, list) or len(costs) > _MAX_COSTS:
         return "costs is not a list" if not isinstance(costs, list) else "too many costs"
-    values = [_number(c) for c in costs]
-    if any(v is None or v <= 0 for v in values):
-        bad = next(c for c, v in zip(costs, values) if v is None or v <= 0)
-        return f"cost {_clean(repr(bad), 60)} is not a finite positive number of seconds"
+    values: list[float] = []
+    for c in costs:
+        v = _number(c)
+        if v is None or v <= 0:
+            return f"cost {_clean(repr(c), 60)} is not a finite positive number of seconds"
+        values.append(v)
     if kind is None and not values:
         return "a success without costs"
-    times = [_number(row["build_s"]), _number(row["run_s"])]
-    if any(t is None or t < 0 for t in times):
+    build_s, run_s = _number(row["build_s"]), _number(row["run_s"])
+    if build_s is None or run_s is None or build_s < 0 or run_s < 0:
         return "build_s/run_s are not finite non-negative numbers"
-    return MeasureResult([float(v) for v in values], kind, _clean(error), times[0], times[1])
+    return MeasureResult(values, kind, _clean(error), build_s, run_s)
 
 
 def decode_reply(reply: object, n: int, target: Mapping[str, str]) -> list[MeasureResult]:
@@ -643,8 +654,14 @@ class DaskMeasurer:
                 where = [addresses[i % len(addresses)]] if addresses else None
                 futures.append(
                     self.client.submit(
-                        self._remote_fn, self._chunk_fn, task, chunk, self.measure_kwargs,
-                        pure=False, workers=where, allow_other_workers=True,
+                        self._remote_fn,
+                        self._chunk_fn,
+                        task,
+                        chunk,
+                        self.measure_kwargs,
+                        pure=False,
+                        workers=where,
+                        allow_other_workers=True,
                     )
                 )
             except Exception as e:
@@ -668,8 +685,8 @@ class DaskMeasurer:
                 return [_failed(why) for _ in chunk]
             return decode_reply(reply, len(chunk), self.target)
         if status == "error":
-            e = future.exception()
-            why = str(e) if isinstance(e, RemoteTaskError) else f"{type(e).__name__}: {e}"
+            exc = future.exception()
+            why = str(exc) if isinstance(exc, RemoteTaskError) else f"{type(exc).__name__}: {exc}"
         else:  # pending, lost, cancelled
             future.cancel()
             why = f"no result within {timeout:g} s (task {status})"

@@ -22,7 +22,15 @@ ELEMENT_BYTES = 4
 L1_BYTES = 32 * 1024
 L2_BYTES = 1024 * 1024
 
-_LOOP_FEATURES = ("log2_extent", "log2_tile_trips", "log2_point_trips", "log2_register", "is_reduction", "is_vector", "is_tiled")
+_LOOP_FEATURES = (
+    "log2_extent",
+    "log2_tile_trips",
+    "log2_point_trips",
+    "log2_register",
+    "is_reduction",
+    "is_vector",
+    "is_tiled",
+)
 _OPERAND_FEATURES = (
     "present",
     "vec_contiguous",
@@ -144,7 +152,9 @@ def features(info: KernelInfo, schedules: Sequence[Schedule]) -> np.ndarray:
         inner_red = np.full(n_cfg, -1)
         first_red_pos = np.ones(n_cfg)
     red_unroll = np.where(inner_red >= 0, U[rows, np.maximum(inner_red, 0)], 1.0)
-    red_unroll = np.minimum(red_unroll, np.where(inner_red >= 0, C[rows, np.maximum(inner_red, 0)], 1.0))
+    red_unroll = np.minimum(
+        red_unroll, np.where(inner_red >= 0, C[rows, np.maximum(inner_red, 0)], 1.0)
+    )
     point_trips = np.where(is_par[None, :], np.ceil(C / R), np.ceil(C / np.maximum(U, 1.0)))
     reg_feature = np.where(is_par[None, :], R, U)
     Wv = W[:, None]
@@ -213,7 +223,11 @@ def features(info: KernelInfo, schedules: Sequence[Schedule]) -> np.ndarray:
         ws_reg += fp_reg * ELEMENT_BYTES
         if not acc.is_output:
             # distinct loads of one reduction step: one per register-tile position it varies with
-            per_dim = np.where(invariant[None, :], 1.0, np.where(vec_onehot & contiguous[None, :], np.ceil(R / Wv), R))
+            per_dim = np.where(
+                invariant[None, :],
+                1.0,
+                np.where(vec_onehot & contiguous[None, :], np.ceil(R / Wv), R),
+            )
             per_dim = np.where(is_par[None, :], per_dim, 1.0)
             loads += per_dim.prod(axis=1)
     for i in range(len(info.accesses)):  # operands beyond the described ones still cost

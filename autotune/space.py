@@ -14,9 +14,9 @@ A config is a small JSON-serializable dict (keys in sorted order):
     parallel: (only in a space for more than one thread) how many outermost loops of the order
             run across threads (`parallelize{loops=P}`); at most the order's leading parallel loops
 
-Each knob's candidates come from the `schedule_space()` of the pass that sets it (vectorize,
-unroll-jam, tile, interchange, pack, parallelize); this class combines them under the
-constraints between knobs. Every config is a valid schedule (Schedule.check) with at most
+Each knob's candidates come from passes/schedule/space.py, one function per knob (the knobs of
+the vectorize, unroll-jam, tile, interchange, pack and parallelize passes); this class combines
+them under the constraints between knobs. Every config is a valid schedule (Schedule.check) with at most
 MAX_ACCUMULATORS register-tile accumulators, and replays as those passes' specs.
 """
 
@@ -30,13 +30,17 @@ import random
 
 from dialects.sched import Schedule
 from passes.analysis.kernel_access import KernelInfo
-from passes.transforms.default_schedule import default_schedule, host_vector_width
-from passes.transforms.interchange import InterchangePass
-from passes.transforms.pack import PackPass, check_pack
-from passes.transforms.parallelize import ParallelizePass, parallel_schedule
-from passes.transforms.tile import TilePass
-from passes.transforms.unroll_jam import UnrollJamPass
-from passes.transforms.vectorize import VectorizePass
+from passes.schedule.default import default_schedule, parallel_schedule
+from passes.schedule.rules import check_pack, leading_parallel_loops
+from passes.schedule.space import (
+    order_space,
+    pack_space,
+    parallel_space,
+    register_tile_space,
+    tile_space,
+    vector_space,
+)
+from passes.schedule.target import host_vector_width
 
 SPACE_VERSION = 2  # 2: the pack knob
 MAX_ACCUMULATORS = 24
@@ -57,13 +61,17 @@ class SearchSpace:
         self.reductions = info.reduction_loops
         self.default = default_schedule(info, self.width)
         self.threaded_default = parallel_schedule(self.default, info, self.threads)
-        # each knob's candidates come from the schedule pass that sets it
-        self.vectors = VectorizePass.schedule_space(info)
-        regs = UnrollJamPass.schedule_space(info, self.width, self.default, MAX_ACCUMULATORS)
-        self.reg_scalar, self.reg_vector, self.unrolls = regs.scalar, regs.vector, regs.reduction_unrolls
-        self.tile_cands = TilePass.schedule_space(info, [self.default, self.threaded_default])
-        self.orders = InterchangePass.schedule_space(info)
-        self.packs = PackPass.schedule_space(info)
+        # each knob's candidates, as passes/schedule/space.py enumerates them
+        self.vectors = vector_space(info)
+        regs = register_tile_space(info, self.width, self.default, MAX_ACCUMULATORS)
+        self.reg_scalar, self.reg_vector, self.unrolls = (
+            regs.scalar,
+            regs.vector,
+            regs.reduction_unrolls,
+        )
+        self.tile_cands = tile_space(info, [self.default, self.threaded_default])
+        self.orders = order_space(info)
+        self.packs = pack_space(info)
         self.size = self._count()
 
     # -- candidates under constraints --------------------------------------------------------
@@ -104,25 +112,26 @@ class SearchSpace:
         for d in self.reductions:
             total *= len(self.tile_candidates(d, 1))
         orders = sum(len(self.parallel_choices(o)) for o in self.orders)
-        return total * len(self.unrolls) * orders * len(self.packs)  # (an upper bound: panels must fit)
+        # an upper bound: a pack config counts even where its panels do not fit the tiles
+        return total * len(self.unrolls) * orders * len(self.packs)
 
     def leading_parallel(self, order: list[int]) -> int:
         """How many loops at the front of `order` are parallel iterators."""
-        k = 0
-        while k < len(order) and self.info.iterators[order[k]] == "parallel":
-            k += 1
-        return k
+        return leading_parallel_loops(self.info, order)
 
     def parallel_choices(self, order: list[int]) -> list[int]:
         """Values of the `parallel` knob with this order ([0] in a one-thread space)."""
-        return ParallelizePass.schedule_space(self.info, order, self.threads)
+        return parallel_space(self.info, order, self.threads)
 
     def pack_fits(self, pack: list[int], tile: list[int]) -> bool:
         """Whether the panels of `pack` fit (check_pack) with these cache tiles."""
         if not pack:
             return True
         try:
-            check_pack(Schedule(tuple(tile), tuple(range(self.n)), (1,) * self.n, pack=tuple(pack)), self.info)
+            check_pack(
+                Schedule(tuple(tile), tuple(range(self.n)), (1,) * self.n, pack=tuple(pack)),
+                self.info,
+            )
         except ValueError:
             return False
         return True
@@ -133,16 +142,28 @@ class SearchSpace:
     # -- configs ------------------------------------------------------------------------------
 
     def _make(
-        self, vector: int, reg: list[int], tile: list[int], unroll: int, order: list[int], parallel: int = 0,
+        self,
+        vector: int,
+        reg: list[int],
+        tile: list[int],
+        unroll: int,
+        order: list[int],
+        parallel: int = 0,
         pack: list[int] | None = None,
     ) -> Config:
         pack = list(pack or [])
         if not self.pack_fits(pack, tile):  # a tile change outgrew the panel: pack less
             pack = max((p for p in self.pack_choices(tile) if set(p) <= set(pack)), key=len)
         cfg: Config = {
-            "order": list(order), "pack": pack, "reg": list(reg), "tile": list(tile), "unroll": unroll, "vector": vector,
+            "order": list(order),
+            "pack": pack,
+            "reg": list(reg),
+            "tile": list(tile),
+            "unroll": unroll,
+            "vector": vector,
         }
-        if self.threads > 1:  # one-thread configs keep their PR-1 form (and their records stay valid)
+        # one-thread configs keep their PR-1 form (and their records stay valid)
+        if self.threads > 1:
             cfg["parallel"] = min(parallel, self.leading_parallel(list(order)))
         return cfg
 
@@ -154,7 +175,11 @@ class SearchSpace:
         loops = list(self.parallel)
         rng.shuffle(loops)  # no loop is favoured by the accumulator budget
         for d in loops:
-            cands = [r for r in self.reg_candidates(d, v) if acc * self.acc_factor(d, r, v) <= MAX_ACCUMULATORS]
+            cands = [
+                r
+                for r in self.reg_candidates(d, v)
+                if acc * self.acc_factor(d, r, v) <= MAX_ACCUMULATORS
+            ]
             reg[d] = rng.choice(cands)
             acc *= self.acc_factor(d, reg[d], v)
             tile[d] = rng.choice(self.tile_candidates(d, reg[d]))
@@ -162,7 +187,9 @@ class SearchSpace:
             tile[d] = rng.choice(self.tile_candidates(d, 1))
         unroll, order = rng.choice(self.unrolls), rng.choice(self.orders)
         parallel = rng.choice(self.parallel_choices(order)) if self.threads > 1 else 0
-        return self._make(v, reg, tile, unroll, order, parallel, rng.choice(self.pack_choices(tile)))
+        return self._make(
+            v, reg, tile, unroll, order, parallel, rng.choice(self.pack_choices(tile))
+        )
 
     def _fix_loop(self, cfg: Config, d: int, rng: random.Random, prefer: int | None = None) -> None:
         """Give parallel loop d a register tile valid for cfg's vector loop and budget, and a
@@ -170,7 +197,11 @@ class SearchSpace:
         reg, tile, v = cfg["reg"], cfg["tile"], cfg["vector"]
         assert isinstance(reg, list) and isinstance(tile, list) and isinstance(v, int)
         others = math.prod(self.acc_factor(e, reg[e], v) for e in self.parallel if e != d)
-        cands = [r for r in self.reg_candidates(d, v) if others * self.acc_factor(d, r, v) <= MAX_ACCUMULATORS]
+        cands = [
+            r
+            for r in self.reg_candidates(d, v)
+            if others * self.acc_factor(d, r, v) <= MAX_ACCUMULATORS
+        ]
         if prefer is not None and prefer in cands:
             reg[d] = prefer
         elif reg[d] not in cands:
@@ -207,7 +238,9 @@ class SearchSpace:
                     if e >= 0:
                         # keep the number of register-tile steps along the loop when possible
                         steps = reg[e] // self.width if e == old else reg[e]
-                        self._fix_loop(cfg, e, rng, prefer=steps * self.width if e == new else steps)
+                        self._fix_loop(
+                            cfg, e, rng, prefer=steps * self.width if e == new else steps
+                        )
                 if old >= 0:  # the old loop may still exceed the budget with the new vector loop
                     self._fix_loop(cfg, old, rng)
                 if new >= 0:
@@ -217,7 +250,8 @@ class SearchSpace:
                 v = cfg["vector"]
                 others = math.prod(self.acc_factor(e, reg[e], v) for e in self.parallel if e != d)
                 cands = [
-                    r for r in self.reg_candidates(d, v)
+                    r
+                    for r in self.reg_candidates(d, v)
                     if r != reg[d] and others * self.acc_factor(d, r, v) <= MAX_ACCUMULATORS
                 ]
                 if not cands:
@@ -239,10 +273,10 @@ class SearchSpace:
                 cfg["order"] = rng.choice([o for o in self.orders if o != cfg["order"]])
                 return self._canonical(cfg)
             if knob == "pack":
-                cands = [p for p in self.pack_choices(tile) if p != cfg["pack"]]
-                if not cands:
+                packs = [p for p in self.pack_choices(tile) if p != cfg["pack"]]
+                if not packs:
                     continue
-                cfg["pack"] = rng.choice(cands)
+                cfg["pack"] = rng.choice(packs)
                 return self._canonical(cfg)
             if knob == "parallel":
                 cands = [p for p in self.parallel_choices(cfg["order"]) if p != cfg["parallel"]]
@@ -260,10 +294,19 @@ class SearchSpace:
                 if d in self.reductions:
                     per_loop.append([(1, t) for t in self.tile_candidates(d, 1)])
                 else:
-                    per_loop.append([(r, t) for r in self.reg_candidates(d, v) for t in self.tile_candidates(d, r)])
+                    per_loop.append(
+                        [
+                            (r, t)
+                            for r in self.reg_candidates(d, v)
+                            for t in self.tile_candidates(d, r)
+                        ]
+                    )
             for choice in itertools.product(*per_loop):
                 reg, tile = [c[0] for c in choice], [c[1] for c in choice]
-                if math.prod(self.acc_factor(d, reg[d], v) for d in self.parallel) > MAX_ACCUMULATORS:
+                if (
+                    math.prod(self.acc_factor(d, reg[d], v) for d in self.parallel)
+                    > MAX_ACCUMULATORS
+                ):
                     continue
                 for unroll in self.unrolls:
                     for order in self.orders:
@@ -272,17 +315,24 @@ class SearchSpace:
                                 yield self._make(v, reg, tile, unroll, order, parallel, pack)
 
     def _canonical(self, cfg: Config) -> Config:
-        return self._make(  # type: ignore[arg-type]
-            cfg["vector"], cfg["reg"], cfg["tile"], cfg["unroll"], cfg["order"], cfg.get("parallel", 0), cfg.get("pack")
-        )
+        v, reg, tile, unroll, order = (cfg[k] for k in ("vector", "reg", "tile", "unroll", "order"))
+        parallel, pack = cfg.get("parallel", 0), cfg.get("pack")
+        assert isinstance(v, int) and isinstance(reg, list) and isinstance(tile, list)
+        assert isinstance(unroll, int) and isinstance(order, list) and isinstance(parallel, int)
+        assert pack is None or isinstance(pack, list)
+        return self._make(v, reg, tile, unroll, order, parallel, pack)
 
     def contains(self, config: Config) -> bool:
         """Whether `config` is one of the space's configs."""
         try:
-            v, reg, tile, unroll, order = (config[k] for k in ("vector", "reg", "tile", "unroll", "order"))
+            v, reg, tile, unroll, order = (
+                config[k] for k in ("vector", "reg", "tile", "unroll", "order")
+            )
         except KeyError:
             return False
-        keys = {"vector", "reg", "tile", "unroll", "order", "pack"} | ({"parallel"} if self.threads > 1 else set())
+        keys = {"vector", "reg", "tile", "unroll", "order", "pack"} | (
+            {"parallel"} if self.threads > 1 else set()
+        )
         if set(config) != keys:
             return False
         if config["pack"] not in self.pack_choices(tile):  # type: ignore[arg-type]
@@ -291,13 +341,17 @@ class SearchSpace:
             return False
         if v not in self.vectors or unroll not in self.unrolls or order not in self.orders:
             return False
-        if not (isinstance(reg, list) and isinstance(tile, list) and len(reg) == len(tile) == self.n):
+        if not (
+            isinstance(reg, list) and isinstance(tile, list) and len(reg) == len(tile) == self.n
+        ):
             return False
         for d in range(self.n):
             if d in self.reductions:
                 if reg[d] != 1 or tile[d] not in self.tile_candidates(d, 1):
                     return False
-            elif reg[d] not in self.reg_candidates(d, v) or tile[d] not in self.tile_candidates(d, reg[d]):  # type: ignore[arg-type]
+            elif reg[d] not in self.reg_candidates(d, v):  # type: ignore[arg-type]
+                return False
+            elif tile[d] not in self.tile_candidates(d, reg[d]):  # type: ignore[arg-type]
                 return False
         return self.accumulators(config) <= MAX_ACCUMULATORS
 
@@ -305,7 +359,9 @@ class SearchSpace:
         return json.dumps(config, sort_keys=True, separators=(",", ":"))
 
     def to_schedule(self, config: Config) -> Schedule:
-        v, reg, tile, unroll, order = (config[k] for k in ("vector", "reg", "tile", "unroll", "order"))
+        v, reg, tile, unroll, order = (
+            config[k] for k in ("vector", "reg", "tile", "unroll", "order")
+        )
         assert isinstance(v, int) and isinstance(reg, list) and isinstance(tile, list)
         assert isinstance(unroll, int) and isinstance(order, list)
         u = list(reg)
@@ -313,7 +369,9 @@ class SearchSpace:
             u[self.reductions[-1]] = unroll
         p, pack = config.get("parallel", 0), config.get("pack", [])
         assert isinstance(p, int) and isinstance(pack, list)
-        return Schedule(tuple(tile), tuple(order), tuple(u), v, self.width if v >= 0 else 1, p, tuple(pack))
+        return Schedule(
+            tuple(tile), tuple(order), tuple(u), v, self.width if v >= 0 else 1, p, tuple(pack)
+        )
 
     def to_passes(self, config: Config, op_index: int, kernel: str = "") -> list[str]:
         """Pass specs that turn any schedule of the anchor into to_schedule(config)."""
@@ -324,14 +382,20 @@ class SearchSpace:
             return ",".join(str(x) for x in xs)
 
         # vectorize first: it rounds the vector loop's register tile, which unroll-jam then sets
-        vec = f"vectorize{{dim={s.vector} width={s.width}{where}}}" if s.vector >= 0 else f"vectorize{{dim=-1{where}}}"
+        vec = (
+            f"vectorize{{dim={s.vector} width={s.width}{where}}}"
+            if s.vector >= 0
+            else f"vectorize{{dim=-1{where}}}"
+        )
         passes = [
             vec,
             f"unroll-jam{{factors={ints(s.unroll)}{where}}}",
             f"tile{{sizes={ints(s.tile)}{where}}}",
             f"interchange{{order={ints(s.order)}{where}}}",
         ]
-        passes.append(f"pack{{operands={ints(s.pack)}{where}}}" if s.pack else f"pack{{{where.strip()}}}")
+        passes.append(
+            f"pack{{operands={ints(s.pack)}{where}}}" if s.pack else f"pack{{{where.strip()}}}"
+        )
         if self.threads > 1:
             passes.append(f"parallelize{{loops={s.parallel}{where}}}")
         return passes
@@ -373,7 +437,11 @@ class SearchSpace:
         for d in sorted(self.parallel, key=lambda d: d != v):
             want = s.unroll[d]
             others = math.prod(self.acc_factor(e, reg[e], v) for e in self.parallel if e != d)
-            cands = [r for r in self.reg_candidates(d, v) if others * self.acc_factor(d, r, v) <= MAX_ACCUMULATORS]
+            cands = [
+                r
+                for r in self.reg_candidates(d, v)
+                if others * self.acc_factor(d, r, v) <= MAX_ACCUMULATORS
+            ]
             reg[d] = min(cands, key=lambda r: (abs(r - want), r))
             tile[d] = s.tile[d] if s.tile[d] in self.tile_candidates(d, reg[d]) else 0
         return cfg

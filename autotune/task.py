@@ -19,6 +19,9 @@ from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.dialects.linalg import ops as linalg
 from xdsl.parser import Parser
 
+from autotune.space import SPACE_VERSION
+from compiler.model import import_model, lower
+from compiler.pass_runner import make_context
 from dialects.sched import SCHEDULE_ATTR_NAME
 from passes.analysis.kernel_access import KernelInfo, analyze_kernel
 
@@ -26,7 +29,9 @@ from passes.analysis.kernel_access import KernelInfo, analyze_kernel
 @dataclass(frozen=True)
 class Task:
     workload_key: str  # sha256 hex of (canonical kernel IR text + space.SPACE_VERSION)
-    kernel_ir: str  # the kernel func.func as text (buffer level, sched attrs stripped), renamed @kernel
+    kernel_ir: (
+        str  # the kernel func.func as text (buffer level, sched attrs stripped), renamed @kernel
+    )
     weight: int  # how many times the model's @main calls it
     flops: float  # per call: 2 * multiply-adds of the anchor (its iteration count if no reduction)
     name: str  # readable, e.g. "conv 1x64x56x56 k3x3 (kernel_2)"
@@ -90,8 +95,6 @@ def flops_of(info: KernelInfo) -> float:
 
 
 def _workload_key(kernel_ir: str) -> str:
-    from autotune.space import SPACE_VERSION
-
     return hashlib.sha256(f"{kernel_ir}\nspace-version {SPACE_VERSION}".encode()).hexdigest()
 
 
@@ -108,18 +111,16 @@ def task_from_function(fn: func.FuncOp, weight: int = 1) -> Task:
 
 
 def _buffer_module(model: Any) -> ModuleOp:
-    from compiler.model import import_model, lower, make_context, run_passes
-    from compiler.pipelines import LEVEL_PASSES
-
     if isinstance(model, ModuleOp):
         return model
     if isinstance(model, str | Path) or hasattr(model, "graph"):
         module = import_model(model)
         ctx = make_context()
-        lower(module, "tensor", ctx)
-        run_passes(ctx, module, LEVEL_PASSES["loops"][:-2])  # outlined, unscheduled
+        lower(module, "buffers", ctx)  # outlined kernels, no schedules yet
         return module
-    raise TypeError(f"extract_tasks expects an ONNX model or a buffer-level module, got {type(model)}")
+    raise TypeError(
+        f"extract_tasks expects an ONNX model or a buffer-level module, got {type(model)}"
+    )
 
 
 def extract_tasks(model_or_module: Any) -> list[Task]:
@@ -160,8 +161,6 @@ def extract_tasks(model_or_module: Any) -> list[Task]:
 
 def kernel_module(task: Task) -> ModuleOp:
     """A fresh module holding the task's kernel function (named @kernel)."""
-    from compiler.model import make_context
-
     module = Parser(make_context(), task.kernel_ir).parse_module()
     if not isinstance(module, ModuleOp):  # pragma: no cover - parse_module always wraps
         module = ModuleOp([module])
@@ -169,7 +168,9 @@ def kernel_module(task: Task) -> ModuleOp:
 
 
 def kernel_function(module: ModuleOp) -> func.FuncOp:
-    return next(f for f in module.walk() if isinstance(f, func.FuncOp) and f.sym_name.data == KERNEL_SYMBOL)
+    return next(
+        f for f in module.walk() if isinstance(f, func.FuncOp) and f.sym_name.data == KERNEL_SYMBOL
+    )
 
 
 def anchor_info(task: Task) -> KernelInfo:

@@ -35,7 +35,8 @@ NO_RESULT_GRADIENT = 1e9
 
 
 class Weighted(Protocol):
-    weight: int
+    @property
+    def weight(self) -> int: ...
 
 
 def _valid(latency: Any) -> float | None:

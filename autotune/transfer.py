@@ -16,26 +16,38 @@ import numpy as np
 
 from autotune.cost_model import XGBCostModel
 from autotune.database import Database
+from autotune.features import features
 from autotune.space import SearchSpace
 
 
-def task_training_rows(db: Database, workload_key: str, info, threads: int = 1) -> tuple[np.ndarray, np.ndarray]:
+def task_training_rows(
+    db: Database, workload_key: str, info, threads: int = 1
+) -> tuple[np.ndarray, np.ndarray]:
     """Feature rows and GFLOP/s labels (0 for failures) of one task's records in `db`."""
-    from autotune.features import features
-
     space = SearchSpace(info, threads=threads)
-    records = [r for r in db.records(workload_key, space_hash=space.space_hash(), threads=threads) if r.get("config") is not None]
+    records = [
+        r
+        for r in db.records(workload_key, space_hash=space.space_hash(), threads=threads)
+        if r.get("config") is not None
+    ]
     if not records:
         return np.zeros((0, 0), np.float32), np.zeros(0)
     X = features(info, [space.to_schedule(r["config"]) for r in records])
     y = np.array(
-        [0.0 if r.get("error_kind") or not r.get("costs") else r["flops"] / min(r["costs"]) / 1e9 for r in records]
+        [
+            0.0 if r.get("error_kind") or not r.get("costs") else r["flops"] / min(r["costs"]) / 1e9
+            for r in records
+        ]
     )
     return X, y
 
 
 def transfer_model(
-    db: Database, infos: Mapping[str, object], exclude: str | None = None, seed: int = 0, threads: int = 1
+    db: Database,
+    infos: Mapping[str, object],
+    exclude: str | None = None,
+    seed: int = 0,
+    threads: int = 1,
 ) -> XGBCostModel | None:
     """A model pretrained on the records of every task in `infos` except `exclude` (None if none)."""
     xs, ys = [], []

@@ -31,7 +31,9 @@ class ModelTuneSummary:
             r = self.results.get(t.workload_key)
             g = r.best_gflops if r else 0.0
             lat = t.flops / g / 1e3 if g > 0 else float("nan")
-            rows.append(f"{t.name[:43]:<44}{t.weight:>7}{self.trials.get(t.workload_key, 0):>8}{g:>14.1f}{lat:>12.1f}")
+            rows.append(
+                f"{t.name[:43]:<44}{t.weight:>7}{self.trials.get(t.workload_key, 0):>8}{g:>14.1f}{lat:>12.1f}"
+            )
         return "\n".join(rows)
 
 
@@ -59,10 +61,14 @@ def tune_tasks(
     infos = {t.workload_key: anchor_info(t) for t in tasks}
     if only_missing:
         tasks = [
-            t for t in tasks
+            t
+            for t in tasks
             if db.best(
-                t.workload_key, space_hash=SearchSpace(infos[t.workload_key], threads=threads).space_hash(), threads=threads
-            ) is None
+                t.workload_key,
+                space_hash=SearchSpace(infos[t.workload_key], threads=threads).space_hash(),
+                threads=threads,
+            )
+            is None
         ]
     summary = ModelTuneSummary(tasks)
     if not tasks or trials <= 0:
@@ -142,6 +148,8 @@ def plot_curves(summary: ModelTuneSummary, path: str) -> None:
     try:
         fig.savefig(path, dpi=120)
     except (OSError, ValueError) as e:  # ValueError: an unknown image format (file extension)
-        raise ZigguratError(f"cannot write the plot {path}: {getattr(e, 'strerror', None) or e}") from None
+        raise ZigguratError(
+            f"cannot write the plot {path}: {getattr(e, 'strerror', None) or e}"
+        ) from None
     finally:
         plt.close(fig)

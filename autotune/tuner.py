@@ -17,7 +17,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+import autotune.measure  # `autotune.measure.measure` looked up per call: tests replace it
+from autotune.cost_model import XGBCostModel
 from autotune.database import Database
+from autotune.features import features
+from autotune.measure import MeasureResult
+from autotune.search import RandomSearch, SearchStrategy, SimulatedAnnealing
 from autotune.space import SearchSpace
 from autotune.task import Task
 
@@ -75,14 +80,16 @@ def make_record(task: Task, space: SearchSpace, config: dict, result) -> dict:
 
 
 def recheck_locally(
-    task: Task, passes: list[str], result, measure: Callable,
-    measure_kwargs: dict | None = None, threads: int = 1,
+    task: Task,
+    passes: list[str],
+    result,
+    measure: Callable,
+    measure_kwargs: dict | None = None,
+    threads: int = 1,
 ):
     """A remote success about to become the task's best, checked here against the reference:
     `compile` applies the best record, so a worker that lies about correctness must not set it.
     A failure here makes the result `wrong_result` (with a warning); timing is not re-checked."""
-    from autotune.measure import MeasureResult
-
     kwargs = {k: v for k, v in (measure_kwargs or {}).items() if k in ("rtol", "atol", "timeout_s")}
     kwargs.setdefault("threads", (measure_kwargs or {}).get("threads", threads))
     try:
@@ -92,8 +99,11 @@ def recheck_locally(
         why = f"the re-check failed: {type(e).__name__}: {e}"
     if not why:
         return result
-    warnings.warn(f"{task.name}: a config measured remotely as the fastest so far failed the local "
-                  f"correctness re-check ({why[:200]}); recorded as wrong_result", stacklevel=2)
+    warnings.warn(
+        f"{task.name}: a config measured remotely as the fastest so far failed the local "
+        f"correctness re-check ({why[:200]}); recorded as wrong_result",
+        stacklevel=2,
+    )
     why = f"remote success, local re-check failed: {why}"
     return MeasureResult(list(result.costs), "wrong_result", why, result.build_s, result.run_s)
 
@@ -127,16 +137,13 @@ def tune_task(
     experiments measure the search, not the default-schedule heuristic). With `threads` > 1 the
     space has the `parallel` knob and candidates run on that many threads.
     """
-    from autotune.cost_model import RandomCostModel, XGBCostModel
-    from autotune.features import features
-    from autotune.measure import measure
-    from autotune.search import RandomSearch, SimulatedAnnealing
-
+    measure = autotune.measure.measure
     measure_fn = measure_fn or functools.partial(measure, threads=threads)
     rng = random.Random(seed)
     space = SearchSpace(info, threads=threads)
     known = [  # a hand-edited config outside the space is neither a feature row nor "measured"
-        r for r in db.records(task.workload_key, space_hash=space.space_hash(), threads=threads)
+        r
+        for r in db.records(task.workload_key, space_hash=space.space_hash(), threads=threads)
         if space.contains(r["config"])
     ]
     xs: list[np.ndarray] = []
@@ -152,16 +159,17 @@ def tune_task(
     best = max(ys, default=0.0)
     best_config = next((r["config"] for r, y in zip(known, ys) if y == best and y > 0), None)
     measured = {space.key(r["config"]) for r in known}
-    model = RandomCostModel(seed) if tuner == "random" else XGBCostModel(seed=seed)
-    if base_model is not None and tuner != "random":
+    model = None if tuner == "random" else XGBCostModel(seed=seed)  # random: no model
+    if model is not None and base_model is not None:
         model.fit(np.zeros((0, 0)), np.zeros(0), base=base_model)
-    if xs and tuner != "random":
+    if model is not None and xs:
         model.fit(np.stack(xs), np.array(ys))
 
     def feats(configs):
         return features(info, [space.to_schedule(c) for c in configs])
 
-    if tuner == "random":
+    searcher: SearchStrategy
+    if model is None:
         searcher = RandomSearch(space, rng)
     else:
         searcher = SimulatedAnnealing(space, model, feats, rng)
@@ -170,8 +178,12 @@ def tune_task(
     while done < trials:
         configs = searcher.propose(min(batch, trials - done), measured)
         default = space.default_config()
-        if start_with_default and done == 0 and space.key(default) not in measured:  # the untuned baseline comes first
-            configs = [default, *[c for c in configs if space.key(c) != space.key(default)]][: max(1, len(configs))]
+        if (
+            start_with_default and done == 0 and space.key(default) not in measured
+        ):  # the untuned baseline comes first
+            configs = [default, *[c for c in configs if space.key(c) != space.key(default)]][
+                : max(1, len(configs))
+            ]
         if not configs:
             break  # the space is exhausted
         results = measure_fn(task, [space.to_passes(c, task.anchor) for c in configs])
@@ -198,8 +210,10 @@ def tune_task(
             done += 1
             if progress is not None:
                 progress(
-                    TuneProgress(task_index, task_count, done, trials, g, best, time.perf_counter() - start)
+                    TuneProgress(
+                        task_index, task_count, done, trials, g, best, time.perf_counter() - start
+                    )
                 )
-        if tuner != "random":
+        if model is not None:
             model.fit(np.stack(xs), np.array(ys))
     return TaskTuneResult(task, best, best_config, curve)

@@ -13,3 +13,7 @@ class InputError(ZigguratError):
 
 class CompileError(ZigguratError):
     """A pass or the backend failed on this model."""
+
+
+class ReferenceModelError(ZigguratError):
+    """The reference (onnxruntime) cannot load or run the model we are compared against."""

@@ -9,8 +9,8 @@ weights) is compiled in this process and linked with the objects by the JIT.
 from __future__ import annotations
 
 import itertools
-import multiprocessing
 import os
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -18,8 +18,14 @@ from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, StringAttr, SymbolRefAttr
 
+from compiler.backends.llvm_cpu.compile import compile_module as compile_llvm
+from compiler.backends.llvm_cpu.compile import compile_object
+from compiler.errors import CompileError
+from compiler.fork_pool import fork_map
+from compiler.pass_runner import make_context, run_passes
+from compiler.pipelines import lowering
+
 _counter = itertools.count()
-_WORK: list[ModuleOp] = []  # the kernel modules, inherited by the forked workers
 
 
 def split_kernels(module: ModuleOp) -> list[ModuleOp]:
@@ -48,20 +54,18 @@ def split_kernels(module: ModuleOp) -> list[ModuleOp]:
     for k in kernels:
         k.detach()
         k.sym_name = StringAttr(renamed[k.sym_name.data])
-        decl = func.FuncOp.external(k.sym_name.data, list(k.function_type.inputs), list(k.function_type.outputs))
+        decl = func.FuncOp.external(
+            k.sym_name.data, list(k.function_type.inputs), list(k.function_type.outputs)
+        )
         module.body.block.add_op(decl)
         k.sym_visibility = None  # public in its own module, so the JIT can link the call
         parts.append(ModuleOp([k]))
     return parts
 
 
-def _compile_part(index: int) -> tuple[bool, Any]:
-    from compiler.backends.llvm_cpu import compile_object
-    from compiler.model import LEVEL_PASSES, make_context, run_passes
-
+def _compile_part(part: ModuleOp) -> tuple[bool, Any]:
     try:
-        part = _WORK[index]
-        run_passes(make_context(), part, LEVEL_PASSES["llvm-dialect"])
+        run_passes(make_context(), part, lowering("loops", "llvm-dialect"))
         return True, compile_object(part)
     except Exception as e:  # reported by the parent as a compile error
         return False, f"{type(e).__name__}: {e}"
@@ -69,21 +73,9 @@ def _compile_part(index: int) -> tuple[bool, Any]:
 
 def compile_parts(parts: Sequence[ModuleOp], workers: int) -> list[bytes]:
     """Object code of each kernel module, compiled by `workers` forked processes."""
-    global _WORK
-    _WORK = list(parts)
-    try:
-        if workers <= 1 or len(parts) <= 1 or "fork" not in multiprocessing.get_all_start_methods():
-            results = [_compile_part(i) for i in range(len(parts))]
-        else:
-            with multiprocessing.get_context("fork").Pool(min(workers, len(parts))) as pool:
-                results = pool.map(_compile_part, range(len(parts)), chunksize=1)
-    finally:
-        _WORK = []
     objects = []
-    for ok, value in results:
+    for ok, value in fork_map(_compile_part, parts, workers):
         if not ok:
-            from compiler.errors import CompileError
-
             raise CompileError(f"compiling a kernel failed: {value}")
         objects.append(value)
     return objects
@@ -92,16 +84,11 @@ def compile_parts(parts: Sequence[ModuleOp], workers: int) -> list[bytes]:
 def compile_split(module: ModuleOp, ctx: Context, workers: int) -> tuple[Any, float]:
     """Compile a loops-level module: kernels in parallel, @main here. Returns the program and the
     seconds spent waiting for the workers."""
-    import time
-
-    from compiler.backends.llvm_cpu import compile_module as compile_llvm
-    from compiler.model import LEVEL_PASSES, run_passes
-
     parts = split_kernels(module)
     t0 = time.perf_counter()
     objects = compile_parts(parts, workers)
     waited = time.perf_counter() - t0
-    run_passes(ctx, module, LEVEL_PASSES["llvm-dialect"])
+    run_passes(ctx, module, lowering("loops", "llvm-dialect"))
     return compile_llvm(module, objects), waited
 
 
@@ -110,4 +97,6 @@ def default_workers() -> int:
     env = os.environ.get("ZIGGURAT_COMPILE_JOBS")
     if env and env.isdigit():
         return max(1, int(env))
-    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+    return max(
+        1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    )

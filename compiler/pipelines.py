@@ -1,21 +1,28 @@
-"""Named pipelines: ordinary `-p` strings under a name, usable in `-p` like a pass.
+"""The levels of the compiler and the pipelines between them, composed by name.
 
-`ziggurat-opt -p cpu-default` expands to the string below; names may nest (a pipeline may
-name another pipeline). Keep entries as plain strings so they can be logged and replayed.
+Each level is the list of passes that produce it from the level above, in the order of the
+README's table (graph -> tensor -> buffers -> loops -> llvm-dialect). Everything that lowers IR
+(the model API, the kernel compiler, the tuner's builder, `ziggurat compile --emit LEVEL`) asks
+for the passes between two levels by name, so adding a pass to a level changes all of them.
+Entries are plain `-p` strings so they can be logged and replayed with `ziggurat-opt -p`.
 """
 
 from __future__ import annotations
 
 from xdsl.utils.arg_spec import ArgSpec, parse_pipeline
 
-LEVEL_PASSES: dict[str, list[str]] = {
-    # graph-level optimization, after import (issue 3): folding first, then fusion
-    "graph": ["simplify", "fold-batchnorm", "fold-constants", "simplify", "fuse-ops"],
-    # each level's passes, from the one above (levels: graph -> tensor -> loops -> llvm-dialect);
-    # `ziggurat compile --emit LEVEL` and compiler/model.py stop after a level
-    "tensor": ["convert-graph-to-linalg"],
-    "loops": ["bufferize", "outline-kernels", "default-schedule", "convert-linalg-to-loops"],
-    "llvm-dialect": [
+IMPORTED = "imported"
+"""The level of a freshly imported model: graph ops, before the graph-level optimizations."""
+
+LEVELS: dict[str, tuple[str, ...]] = {
+    # graph-level optimization: folding first, then fusion
+    "graph": ("simplify", "fold-batchnorm", "fold-constants", "simplify", "fuse-ops"),
+    "tensor": ("convert-graph-to-linalg",),
+    # one planned arena; each fused group outlined as a kernel function (a tuning task)
+    "buffers": ("bufferize", "outline-kernels"),
+    # schedules (tuned ones are applied before this level; default-schedule fills the rest)
+    "loops": ("default-schedule", "convert-linalg-to-loops"),
+    "llvm-dialect": (
         "convert-parallel-to-runtime",
         "convert-scf-to-cf",
         "convert-vector-to-llvm",
@@ -26,19 +33,43 @@ LEVEL_PASSES: dict[str, list[str]] = {
         "convert-cf-to-llvm",
         "convert-func-to-llvm",
         "reconcile-unrealized-casts",
-    ],
+    ),
 }
 
-PIPELINES: dict[str, str] = {
-    # graph -> tensor -> buffers -> loops -> llvm (then compiler/backends/llvm_cpu.py)
-    "cpu-default": ",".join(p for level in LEVEL_PASSES.values() for p in level),
-    # Cleanups that every level tolerates; handy after a hand-written transform.
-    "cleanup": "canonicalize,cse,dce",
-}
+ORDER: tuple[str, ...] = (IMPORTED, *LEVELS)
 
 
 class PipelineError(ValueError):
-    """A named pipeline that cannot be expanded (options given, or a cycle)."""
+    """An unknown level, levels out of order, or a named pipeline that cannot be expanded."""
+
+
+def _position(level: str) -> int:
+    if level not in ORDER:
+        raise PipelineError(f"unknown level '{level}' (levels: {', '.join(ORDER)})")
+    return ORDER.index(level)
+
+
+def levels_between(start: str, stop: str) -> list[str]:
+    """The levels after `start` up to and including `stop`, in order."""
+    lo, hi = _position(start), _position(stop)
+    if hi < lo:
+        raise PipelineError(f"level '{stop}' comes before level '{start}'")
+    return list(ORDER[lo + 1 : hi + 1])
+
+
+def lowering(start: str, stop: str) -> list[str]:
+    """The passes that lower a module at level `start` to level `stop`."""
+    return [p for level in levels_between(start, stop) for p in LEVELS[level]]
+
+
+PIPELINES: dict[str, str] = {
+    # graph -> tensor -> buffers -> loops -> llvm-dialect (then compiler/backends/llvm_cpu)
+    "cpu-default": ",".join(lowering(IMPORTED, "llvm-dialect")),
+    # every level as its own pipeline: `-p buffers` lowers a tensor-level module to buffers
+    **{f"to-{level}": ",".join(passes) for level, passes in LEVELS.items()},
+    # Cleanups that every level tolerates; handy after a hand-written transform.
+    "cleanup": "canonicalize,cse,dce",
+}
 
 
 def expand(spec: str, pipelines: dict[str, str] | None = None) -> list[ArgSpec]:

@@ -1,7 +1,8 @@
-"""Name -> factory tables for ziggurat's dialects and passes.
+"""Name -> factory tables for the dialects and passes of the layers up to the compiler.
 
-Imports are lazy so that `ziggurat --help` and `xdsl-opt` stay fast. `UNIVERSE` is the
-`xdsl.universe` entry point: stock `xdsl-opt` sees our dialects and passes through it.
+Imports are lazy so that `ziggurat --help` and `xdsl-opt` stay fast. Higher layers add their
+own tables (the tuner's `autotune` pass: autotune/registry.py); the command-line layer merges
+them into `compiler.cli.universe.UNIVERSE`, the `xdsl.universe` entry point.
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ from collections.abc import Callable
 
 from xdsl.ir import Dialect
 from xdsl.passes import ModulePass
-from xdsl.universe import Universe
 
 
 def _lazy(spec: str) -> Callable[[], object]:
@@ -31,7 +31,7 @@ DIALECTS: dict[str, str] = {
 PASSES: dict[str, str] = {
     # cross-level lowerings
     "convert-graph-to-linalg": "passes.conversions.convert_graph_to_linalg:ConvertGraphToLinalgPass",
-    "convert-linalg-to-loops": "passes.conversions.convert_linalg_to_loops:ConvertLinalgToLoopsPass",
+    "convert-linalg-to-loops": "passes.conversions.linalg_to_loops:ConvertLinalgToLoopsPass",
     "convert-vector-to-llvm": "passes.conversions.convert_vector_to_llvm:ConvertVectorToLLVMPass",
     "convert-memref-to-llvm": "passes.conversions.convert_memref_to_llvm:ConvertMemRefToLLVMPass",
     "convert-math-to-llvm": "passes.conversions.convert_math_to_llvm:ConvertMathToLLVMPass",
@@ -49,7 +49,6 @@ PASSES: dict[str, str] = {
     "bufferize": "passes.transforms.bufferize:BufferizePass",
     "outline-kernels": "passes.transforms.outline_kernels:OutlineKernelsPass",
     "default-schedule": "passes.transforms.default_schedule:DefaultSchedulePass",
-    "autotune": "passes.transforms.autotune:AutotunePass",
     "tile": "passes.transforms.tile:TilePass",
     "interchange": "passes.transforms.interchange:InterchangePass",
     "parallelize": "passes.transforms.parallelize:ParallelizePass",
@@ -60,7 +59,12 @@ PASSES: dict[str, str] = {
 
 # xDSL already registers a (different, schedule-less) `convert-linalg-to-loops`; a Universe may
 # not redefine a name, so stock xdsl-opt sees ours under a prefixed alias. ziggurat-opt uses ours.
-_UNIVERSE_ALIASES = {"convert-linalg-to-loops": "ziggurat-convert-linalg-to-loops"}
+UNIVERSE_ALIASES = {"convert-linalg-to-loops": "ziggurat-convert-linalg-to-loops"}
+
+
+def load_pass(spec: str) -> type[ModulePass]:
+    """The pass class named by a `module:Class` spec of a registry table."""
+    return _lazy(spec)()  # type: ignore[return-value]
 
 
 def get_dialect(name: str) -> Dialect:
@@ -68,25 +72,21 @@ def get_dialect(name: str) -> Dialect:
 
 
 def get_pass(name: str) -> type[ModulePass]:
-    return _lazy(PASSES[name])()  # type: ignore[return-value]
+    return load_pass(PASSES[name])
 
 
 def llvm_with_extras() -> Dialect:
     """Factory for the `llvm` registration: xDSL's dialect plus dialects/llvm_extras.py's ops."""
-    from dialects.llvm_extras import llvm_with_extras as factory
-
-    return factory()
+    factory = _lazy("dialects.llvm_extras:llvm_with_extras")()
+    return factory()  # type: ignore[operator]
 
 
 def dialect_factories() -> dict[str, Callable[[], Dialect]]:
     return {name: _lazy(spec) for name, spec in DIALECTS.items()}  # type: ignore[misc]
 
 
-def pass_factories() -> dict[str, Callable[[], type[ModulePass]]]:
-    return {name: _lazy(spec) for name, spec in PASSES.items()}  # type: ignore[misc]
-
-
-UNIVERSE = Universe(
-    all_dialects=dialect_factories(),
-    all_passes={_UNIVERSE_ALIASES.get(n, n): f for n, f in pass_factories().items()},
-)
+def pass_factories(
+    passes: dict[str, str] | None = None,
+) -> dict[str, Callable[[], type[ModulePass]]]:
+    """Name -> lazy class loader for `passes` (by default this layer's PASSES)."""
+    return {name: _lazy(spec) for name, spec in (PASSES if passes is None else passes).items()}  # type: ignore[misc]

@@ -1,6 +1,7 @@
-"""Aligned buffers and timing for calling compiled code.
+"""Aligned buffers and timing for calling compiled code (any back end: host-side numpy only).
 
 Generated code assumes 64-byte-aligned buffers (levels.md @main ABI); numpy only guarantees 16.
+Imports no xDSL: the tuner's runner process uses it.
 """
 
 from __future__ import annotations
@@ -47,12 +48,18 @@ def is_aligned(array: np.ndarray, align: int = 64) -> bool:
     return array.ctypes.data % align == 0
 
 
-def time_call(fn: Callable[[], object], repeat: int = 5, number: int = 1) -> float:
-    """Minimum over `repeat` runs of the mean time of `number` calls, in seconds."""
-    best = float("inf")
+def time_calls(fn: Callable[[], object], repeat: int = 5, number: int = 1) -> list[float]:
+    """The mean time of `number` calls, in seconds, for each of `repeat` runs."""
+    number = max(number, 1)
+    costs = []
     for _ in range(max(repeat, 1)):
         start = time.perf_counter()
-        for _ in range(max(number, 1)):
+        for _ in range(number):
             fn()
-        best = min(best, (time.perf_counter() - start) / max(number, 1))
-    return best
+        costs.append((time.perf_counter() - start) / number)
+    return costs
+
+
+def time_call(fn: Callable[[], object], repeat: int = 5, number: int = 1) -> float:
+    """Minimum over `repeat` runs of the mean time of `number` calls, in seconds."""
+    return min(time_calls(fn, repeat, number))

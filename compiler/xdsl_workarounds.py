@@ -7,6 +7,7 @@ xDSL's behaviour on valid input and says which bug it works around; drop it when
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from xdsl.dialects.builtin import IntegerType
 from xdsl.utils.exceptions import VerifyException
@@ -21,7 +22,7 @@ MAX_INTEGER_WIDTH = (1 << 24) - 1
 # the same strings in linear time.
 _STRING_LITERAL = re.compile(r'"(?:[^"\\\n\v\f]|\\(?:["nt\\]|[0-9A-Fa-f]{2}))*"')
 
-_original_integer_verify = IntegerType.verify
+_original_integer_verify: Callable[..., None] = IntegerType.verify
 
 
 def _verify_integer_width(self: IntegerType) -> None:

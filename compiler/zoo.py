@@ -7,6 +7,7 @@ for a seed so failures reproduce.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import onnx
@@ -19,7 +20,9 @@ class _Graph:
     """A tiny helper that names nodes and keeps initializers next to them."""
 
     def __init__(self, seed: int, gain: float = 2.0):
-        self.gain = gain  # weight variance * fan_in; below 2 keeps deep residual stacks near unit scale
+        self.gain = (
+            gain  # weight variance * fan_in; below 2 keeps deep residual stacks near unit scale
+        )
         self.rng = np.random.default_rng(seed)
         self.nodes: list[onnx.NodeProto] = []
         self.inits: list[onnx.TensorProto] = []
@@ -39,17 +42,33 @@ class _Graph:
         s = scale if scale is not None else (self.gain / max(fan_in, 1)) ** 0.5
         return self.const((self.rng.standard_normal(shape) * s).astype(np.float32))
 
-    def op(self, op_type: str, inputs: list[str], n_out: int = 1, **attrs) -> str | list[str]:
+    def op(self, op_type: str, inputs: list[str], **attrs: Any) -> str:
+        """Append a one-output node; its output is named like the node."""
         name = self.name(op_type.lower())
-        outs = [f"{name}_out{i}" if n_out > 1 else name for i in range(n_out)]
-        self.nodes.append(helper.make_node(op_type, inputs, outs, name=name, **attrs))
-        return outs if n_out > 1 else outs[0]
+        self.nodes.append(helper.make_node(op_type, inputs, [name], name=name, **attrs))
+        return name
 
-    def conv(self, x: str, cin: int, cout: int, k: int, stride: int = 1, bias: bool = True, group: int = 1) -> str:
+    def conv(
+        self,
+        x: str,
+        cin: int,
+        cout: int,
+        k: int,
+        stride: int = 1,
+        bias: bool = True,
+        group: int = 1,
+    ) -> str:
         ins = [x, self.weight(cout, cin // group, k, k)]
         if bias:
             ins.append(self.const((self.rng.standard_normal(cout) * 0.1).astype(np.float32), "b"))
-        return self.op("Conv", ins, kernel_shape=[k, k], strides=[stride, stride], pads=[k // 2] * 4, group=group)  # type: ignore[return-value]
+        return self.op(
+            "Conv",
+            ins,
+            kernel_shape=[k, k],
+            strides=[stride, stride],
+            pads=[k // 2] * 4,
+            group=group,
+        )
 
     def batchnorm(self, x: str, c: int) -> str:
         r = self.rng
@@ -57,10 +76,14 @@ class _Graph:
         bias = self.const((0.1 * r.standard_normal(c)).astype(np.float32), "bn_bias")
         mean = self.const((0.1 * r.standard_normal(c)).astype(np.float32), "bn_mean")
         var = self.const((1.0 + 0.1 * r.random(c)).astype(np.float32), "bn_var")
-        return self.op("BatchNormalization", [x, scale, bias, mean, var], epsilon=1e-5)  # type: ignore[return-value]
+        return self.op("BatchNormalization", [x, scale, bias, mean, var], epsilon=1e-5)
 
     def model(
-        self, name: str, inputs: list[tuple[str, list[int]]], outputs: list[tuple[str, str]], opset: int = OPSET
+        self,
+        name: str,
+        inputs: list[tuple[str, list[int]]],
+        outputs: list[tuple[str, str]],
+        opset: int = OPSET,
     ) -> onnx.ModelProto:
         for src, dst in outputs:  # rename the last tensors to the public output names
             for node in self.nodes:
@@ -73,7 +96,9 @@ class _Graph:
             [helper.make_tensor_value_info(dst, TensorProto.FLOAT, None) for _, dst in outputs],
             self.inits,
         )
-        m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], producer_name="ziggurat.zoo")
+        m = helper.make_model(
+            graph, opset_imports=[helper.make_opsetid("", opset)], producer_name="ziggurat.zoo"
+        )
         m.ir_version = 9
         m = onnx.shape_inference.infer_shapes(m, strict_mode=True)
         onnx.checker.check_model(m)
@@ -95,14 +120,18 @@ def matmul(n: int = 64) -> onnx.ModelProto:
     return m
 
 
-def mlp(seed: int = 0, batch: int = 4, sizes: tuple[int, ...] = (64, 128, 128, 10)) -> onnx.ModelProto:
+def mlp(
+    seed: int = 0, batch: int = 4, sizes: tuple[int, ...] = (64, 128, 128, 10)
+) -> onnx.ModelProto:
     g = _Graph(seed)
     x = "input"
     for i, (a, b) in enumerate(zip(sizes[:-1], sizes[1:])):
-        x = g.op("Gemm", [x, g.weight(b, a), g.const(np.zeros(b, np.float32) + 0.01, "b")], transB=1)  # type: ignore[assignment]
+        x = g.op(
+            "Gemm", [x, g.weight(b, a), g.const(np.zeros(b, np.float32) + 0.01, "b")], transB=1
+        )
         if i < len(sizes) - 2:
-            x = g.op("Relu", [x])  # type: ignore[assignment]
-    x = g.op("Softmax", [x], axis=-1)  # type: ignore[assignment]
+            x = g.op("Relu", [x])
+    x = g.op("Softmax", [x], axis=-1)
     return g.model("mlp", [("input", [batch, sizes[0]])], [(x, "output")])
 
 
@@ -110,51 +139,67 @@ def small_cnn(seed: int = 0) -> onnx.ModelProto:
     """The demo model: conv-bn-relu, a residual block, pooling and a classifier."""
     g = _Graph(seed)
     x = g.op("Relu", [g.batchnorm(g.conv("input", 3, 16, 3), 16)])
-    y = g.op("Relu", [g.batchnorm(g.conv(x, 16, 16, 3, bias=False), 16)])  # type: ignore[arg-type]
-    y = g.batchnorm(g.conv(y, 16, 16, 3, bias=False), 16)  # type: ignore[arg-type]
-    x = g.op("Relu", [g.op("Add", [x, y])])  # type: ignore[list-item]
-    x = g.op("MaxPool", [x], kernel_shape=[2, 2], strides=[2, 2])  # type: ignore[list-item]
-    x = g.op("GlobalAveragePool", [x])  # type: ignore[list-item]
-    x = g.op("Flatten", [x], axis=1)  # type: ignore[list-item]
-    x = g.op("Gemm", [x, g.weight(10, 16), g.const(np.zeros(10, np.float32), "b")], transB=1)  # type: ignore[list-item]
-    return g.model("small_cnn", [("input", [1, 3, 32, 32])], [(x, "output")])  # type: ignore[list-item]
+    y = g.op("Relu", [g.batchnorm(g.conv(x, 16, 16, 3, bias=False), 16)])
+    y = g.batchnorm(g.conv(y, 16, 16, 3, bias=False), 16)
+    x = g.op("Relu", [g.op("Add", [x, y])])
+    x = g.op("MaxPool", [x], kernel_shape=[2, 2], strides=[2, 2])
+    x = g.op("GlobalAveragePool", [x])
+    x = g.op("Flatten", [x], axis=1)
+    x = g.op("Gemm", [x, g.weight(10, 16), g.const(np.zeros(10, np.float32), "b")], transB=1)
+    return g.model("small_cnn", [("input", [1, 3, 32, 32])], [(x, "output")])
 
 
-def transformer_block(seed: int = 0, seq: int = 16, dim: int = 64, heads: int = 4) -> onnx.ModelProto:
+def transformer_block(
+    seed: int = 0, seq: int = 16, dim: int = 64, heads: int = 4
+) -> onnx.ModelProto:
     """One pre-norm encoder block: layer norm, multi-head self-attention, GELU MLP, residuals."""
     g = _Graph(seed)
     hd = dim // heads
 
     def ln(x: str) -> str:
-        return g.op(  # type: ignore[return-value]
+        return g.op(
             "LayerNormalization",
-            [x, g.const(np.ones(dim, np.float32) + 0.05 * g.rng.standard_normal(dim).astype(np.float32)), g.const(np.zeros(dim, np.float32))],
-            axis=-1, epsilon=1e-5,
+            [
+                x,
+                g.const(
+                    np.ones(dim, np.float32) + 0.05 * g.rng.standard_normal(dim).astype(np.float32)
+                ),
+                g.const(np.zeros(dim, np.float32)),
+            ],
+            axis=-1,
+            epsilon=1e-5,
         )
 
     def heads_of(x: str) -> str:
         r = g.op("Reshape", [x, g.const(np.array([seq, heads, hd], np.int64), "shape")])
-        return g.op("Transpose", [r], perm=[1, 0, 2])  # type: ignore[return-value,list-item]
+        return g.op("Transpose", [r], perm=[1, 0, 2])
 
     h = ln("input")
-    q = heads_of(g.op("MatMul", [h, g.weight(dim, dim)]))  # type: ignore[arg-type]
-    k = heads_of(g.op("MatMul", [h, g.weight(dim, dim)]))  # type: ignore[arg-type]
-    v = heads_of(g.op("MatMul", [h, g.weight(dim, dim)]))  # type: ignore[arg-type]
+    q = heads_of(g.op("MatMul", [h, g.weight(dim, dim)]))
+    k = heads_of(g.op("MatMul", [h, g.weight(dim, dim)]))
+    v = heads_of(g.op("MatMul", [h, g.weight(dim, dim)]))
     kt = g.op("Transpose", [k], perm=[0, 2, 1])
-    s = g.op("Mul", [g.op("MatMul", [q, kt]), g.const(np.array(1.0 / np.sqrt(hd), np.float32), "scale")])  # type: ignore[list-item]
-    p = g.op("Softmax", [s], axis=-1)  # type: ignore[list-item]
-    o = g.op("Transpose", [g.op("MatMul", [p, v])], perm=[1, 0, 2])  # type: ignore[list-item]
-    o = g.op("Reshape", [o, g.const(np.array([seq, dim], np.int64), "shape")])  # type: ignore[list-item]
-    x = g.op("Add", ["input", g.op("MatMul", [o, g.weight(dim, dim)])])  # type: ignore[list-item]
-    h = ln(x)  # type: ignore[arg-type]
-    m = g.op("Add", [g.op("MatMul", [h, g.weight(dim, 4 * dim)]), g.const(np.zeros(4 * dim, np.float32), "b")])  # type: ignore[list-item]
-    m = g.op("Gelu", [m], domain="")  # type: ignore[list-item]
-    m = g.op("MatMul", [m, g.weight(4 * dim, dim)])  # type: ignore[list-item]
-    x = g.op("Add", [x, m])  # type: ignore[list-item]
-    return g.model("transformer_block", [("input", [seq, dim])], [(x, "output")], opset=20)  # type: ignore[list-item]
+    s = g.op(
+        "Mul", [g.op("MatMul", [q, kt]), g.const(np.array(1.0 / np.sqrt(hd), np.float32), "scale")]
+    )
+    p = g.op("Softmax", [s], axis=-1)
+    o = g.op("Transpose", [g.op("MatMul", [p, v])], perm=[1, 0, 2])
+    o = g.op("Reshape", [o, g.const(np.array([seq, dim], np.int64), "shape")])
+    x = g.op("Add", ["input", g.op("MatMul", [o, g.weight(dim, dim)])])
+    h = ln(x)
+    m = g.op(
+        "Add",
+        [g.op("MatMul", [h, g.weight(dim, 4 * dim)]), g.const(np.zeros(4 * dim, np.float32), "b")],
+    )
+    m = g.op("Gelu", [m], domain="")
+    m = g.op("MatMul", [m, g.weight(4 * dim, dim)])
+    x = g.op("Add", [x, m])
+    return g.model("transformer_block", [("input", [seq, dim])], [(x, "output")], opset=20)
 
 
-def resnet18(seed: int = 0, batch: int = 1, size: int = 224, classes: int = 1000) -> onnx.ModelProto:
+def resnet18(
+    seed: int = 0, batch: int = 1, size: int = 224, classes: int = 1000
+) -> onnx.ModelProto:
     """ResNet-18's shape (He et al. 2016) with random weights and batch-norm statistics.
 
     The weight gain is chosen so activations stay O(1) through the residual stack, as trained
@@ -162,21 +207,23 @@ def resnet18(seed: int = 0, batch: int = 1, size: int = 224, classes: int = 1000
     """
     g = _Graph(seed, gain=0.6)
     x = g.op("Relu", [g.batchnorm(g.conv("input", 3, 64, 7, 2, bias=False), 64)])
-    x = g.op("MaxPool", [x], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])  # type: ignore[list-item]
+    x = g.op("MaxPool", [x], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
     cin = 64
     for stage, cout in enumerate([64, 128, 256, 512]):
         for block in range(2):
             stride = 2 if stage > 0 and block == 0 else 1
-            y = g.op("Relu", [g.batchnorm(g.conv(x, cin, cout, 3, stride, bias=False), cout)])  # type: ignore[arg-type]
-            y = g.batchnorm(g.conv(y, cout, cout, 3, bias=False), cout)  # type: ignore[arg-type]
+            y = g.op("Relu", [g.batchnorm(g.conv(x, cin, cout, 3, stride, bias=False), cout)])
+            y = g.batchnorm(g.conv(y, cout, cout, 3, bias=False), cout)
             if stride != 1 or cin != cout:
-                x = g.batchnorm(g.conv(x, cin, cout, 1, stride, bias=False), cout)  # type: ignore[arg-type]
-            x = g.op("Relu", [g.op("Add", [x, y])])  # type: ignore[list-item]
+                x = g.batchnorm(g.conv(x, cin, cout, 1, stride, bias=False), cout)
+            x = g.op("Relu", [g.op("Add", [x, y])])
             cin = cout
-    x = g.op("GlobalAveragePool", [x])  # type: ignore[list-item]
-    x = g.op("Flatten", [x], axis=1)  # type: ignore[list-item]
-    x = g.op("Gemm", [x, g.weight(classes, 512), g.const(np.zeros(classes, np.float32), "b")], transB=1)  # type: ignore[list-item]
-    return g.model("resnet18", [("input", [batch, 3, size, size])], [(x, "output")])  # type: ignore[list-item]
+    x = g.op("GlobalAveragePool", [x])
+    x = g.op("Flatten", [x], axis=1)
+    x = g.op(
+        "Gemm", [x, g.weight(classes, 512), g.const(np.zeros(classes, np.float32), "b")], transB=1
+    )
+    return g.model("resnet18", [("input", [batch, 3, size, size])], [(x, "output")])
 
 
 MODELS: dict[str, Callable[..., onnx.ModelProto]] = {
@@ -185,6 +232,19 @@ MODELS: dict[str, Callable[..., onnx.ModelProto]] = {
     "transformer-block": transformer_block,
     "resnet18": resnet18,
 }
+
+
+def builtin(name: str) -> onnx.ModelProto:
+    """The built-in model `name` (what `zoo:NAME` names on the command line); KeyError with the
+    list of names for an unknown one."""
+    if name not in MODELS:
+        raise KeyError(f"unknown built-in model '{name}' (available: {', '.join(MODELS)})")
+    return MODELS[name]()
+
+
+def model_from_arg(arg: str) -> onnx.ModelProto | str:
+    """A command-line model argument: `zoo:NAME` is a built-in model, anything else a path."""
+    return builtin(arg[4:]) if arg.startswith("zoo:") else arg
 
 
 def random_inputs(model: onnx.ModelProto, seed: int = 0) -> dict[str, np.ndarray]:

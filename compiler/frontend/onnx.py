@@ -53,22 +53,33 @@ def _check_elements(shape: Sequence[int], what: str, limit: int = MAX_ELEMENTS) 
     if n > limit:
         raise FrontendError(
             f"{what} has shape {[int(d) for d in shape]} ({n} elements), over the limit of "
-            f"2**{limit.bit_length() - 1} = {limit} elements per tensor")
+            f"2**{limit.bit_length() - 1} = {limit} elements per tensor"
+        )
 
 
 # element type -> numpy type, for the tensor types the frontend accepts in initializers
 _TENSOR_TYPES: dict[int, type] = {
-    onnx.TensorProto.FLOAT: np.float32, onnx.TensorProto.DOUBLE: np.float64,
-    onnx.TensorProto.FLOAT16: np.float16, onnx.TensorProto.BOOL: np.bool_,
-    onnx.TensorProto.INT8: np.int8, onnx.TensorProto.INT16: np.int16,
-    onnx.TensorProto.INT32: np.int32, onnx.TensorProto.INT64: np.int64,
-    onnx.TensorProto.UINT8: np.uint8, onnx.TensorProto.UINT16: np.uint16,
-    onnx.TensorProto.UINT32: np.uint32, onnx.TensorProto.UINT64: np.uint64,
+    onnx.TensorProto.FLOAT: np.float32,
+    onnx.TensorProto.DOUBLE: np.float64,
+    onnx.TensorProto.FLOAT16: np.float16,
+    onnx.TensorProto.BOOL: np.bool_,
+    onnx.TensorProto.INT8: np.int8,
+    onnx.TensorProto.INT16: np.int16,
+    onnx.TensorProto.INT32: np.int32,
+    onnx.TensorProto.INT64: np.int64,
+    onnx.TensorProto.UINT8: np.uint8,
+    onnx.TensorProto.UINT16: np.uint16,
+    onnx.TensorProto.UINT32: np.uint32,
+    onnx.TensorProto.UINT64: np.uint64,
 }
 # where a tensor without raw_data keeps its values (one per element for these types)
-_DATA_FIELDS = {onnx.TensorProto.FLOAT: "float_data", onnx.TensorProto.DOUBLE: "double_data",
-                onnx.TensorProto.INT64: "int64_data", onnx.TensorProto.UINT32: "uint64_data",
-                onnx.TensorProto.UINT64: "uint64_data"}
+_DATA_FIELDS: dict[int, str] = {
+    onnx.TensorProto.FLOAT: "float_data",
+    onnx.TensorProto.DOUBLE: "double_data",
+    onnx.TensorProto.INT64: "int64_data",
+    onnx.TensorProto.UINT32: "uint64_data",
+    onnx.TensorProto.UINT64: "uint64_data",
+}
 
 
 def _type_name(elem_type: int) -> str:
@@ -88,21 +99,23 @@ def tensor_array(t: onnx.TensorProto, what: str) -> np.ndarray:
         raise FrontendError(f"{what} has a negative dimension: dims {dims}")
     _check_elements(dims, what)
     if t.data_location == onnx.TensorProto.EXTERNAL:
-        raise FrontendError(f"{what} keeps its data in an external file; load the model from "
-                            "its path so the file can be found (and checked)")
+        raise FrontendError(
+            f"{what} keeps its data in an external file; load the model from "
+            "its path so the file can be found (and checked)"
+        )
     n = math.prod(dims)
     dtype = np.dtype(_TENSOR_TYPES[t.data_type])
     if t.HasField("raw_data"):
         if len(t.raw_data) != n * dtype.itemsize:
             raise FrontendError(
                 f"{what} has {len(t.raw_data)} bytes of raw_data, but dims {dims} of {name} "
-                f"need {n * dtype.itemsize}")
+                f"need {n * dtype.itemsize}"
+            )
     else:
         field = _DATA_FIELDS.get(t.data_type, "int32_data")
         have = len(getattr(t, field))
         if have != n:
-            raise FrontendError(
-                f"{what} has {have} values in {field}, but dims {dims} need {n}")
+            raise FrontendError(f"{what} has {have} values in {field}, but dims {dims} need {n}")
     try:
         return np.asarray(numpy_helper.to_array(t), dtype=dtype)
     except (ValueError, TypeError, OverflowError) as e:
@@ -139,8 +152,10 @@ class Importer:
         if name not in self.values:
             if name == "":
                 raise self.error("a required input is missing (given as the empty name '')")
-            raise self.error(f"input '{name}' is not defined: no graph input, initializer or "
-                             "earlier node output has this name")
+            raise self.error(
+                f"input '{name}' is not defined: no graph input, initializer or "
+                "earlier node output has this name"
+            )
         return self.values[name]
 
     def const(self, name: str) -> np.ndarray | None:
@@ -153,23 +168,28 @@ class Importer:
         if v is None:
             raise FrontendError(
                 f"{node.op_type} node '{self.label}': input {what} ('{node.input[i]}') must be "
-                "a constant (computable at import time)")
+                "a constant (computable at import time)"
+            )
         return v
 
     def int_input(self, node: onnx.NodeProto, i: int, what: str) -> list[int]:
         """A constant 1-D integer input: a shape, axes, pads, split sizes, slice bounds."""
         v = self.const_input(node, i, what)
         if not np.issubdtype(v.dtype, np.integer) or v.ndim > 1:
-            raise self.error(f"input {what} ('{node.input[i]}') must be a 1-D integer tensor, "
-                             f"got {v.dtype} of shape {list(v.shape)}")
+            raise self.error(
+                f"input {what} ('{node.input[i]}') must be a 1-D integer tensor, "
+                f"got {v.dtype} of shape {list(v.shape)}"
+            )
         return [int(x) for x in v.reshape(-1)]
 
     def scalar_input(self, node: onnx.NodeProto, i: int, what: str) -> float:
         """A constant input holding one number (Clip's min, Pad's value, Dropout's ratio)."""
         v = self.const_input(node, i, what)
         if v.size != 1 or not (np.issubdtype(v.dtype, np.number) or v.dtype == np.bool_):
-            raise self.error(f"input {what} ('{node.input[i]}') must hold one number, got "
-                             f"{v.dtype} of shape {list(v.shape)}")
+            raise self.error(
+                f"input {what} ('{node.input[i]}') must hold one number, got "
+                f"{v.dtype} of shape {list(v.shape)}"
+            )
         return float(v.reshape(-1)[0])
 
     def value(self, name: str, dtype: type | None = np.float32) -> SSAValue:
@@ -179,8 +199,10 @@ class Importer:
             return v
         numeric = np.issubdtype(v.dtype, np.number) or v.dtype == np.bool_
         if not numeric or np.issubdtype(v.dtype, np.complexfloating):
-            raise self.error(f"value '{name}' has element type {v.dtype}; only numbers and "
-                             "booleans are supported")
+            raise self.error(
+                f"value '{name}' has element type {v.dtype}; only numbers and "
+                "booleans are supported"
+            )
         arr = v.astype(dtype) if dtype is not None else v
         op = self.emit(g.ConstantOp(arr))
         if (h := _hint(name)) is not None:
@@ -204,8 +226,7 @@ class Importer:
         where = f"{node.op_type} node '{self.label}': " if node is not None else ""
         return FrontendError(where + msg)
 
-    def check_elements(self, shape: Sequence[int], what: str,
-                       limit: int = MAX_ELEMENTS) -> None:
+    def check_elements(self, shape: Sequence[int], what: str, limit: int = MAX_ELEMENTS) -> None:
         try:
             _check_elements(shape, what, limit)
         except FrontendError as e:
@@ -237,23 +258,30 @@ class Importer:
             raise FrontendError("the model's graph has no outputs")
         for o in self.graph.output:
             if o.name not in self.values:
-                raise FrontendError(f"graph output '{o.name}' is not produced by any node, "
-                                    "initializer or graph input")
+                raise FrontendError(
+                    f"graph output '{o.name}' is not produced by any node, "
+                    "initializer or graph input"
+                )
         results = [self.value(o.name) for o in self.graph.output]
         for o, r in zip(self.graph.output, results, strict=True):
             # the compiled signature is float32 only: any other result type would make the
             # caller's output buffer too small (or wrongly typed)
             if not isinstance(r.type, TensorType) or r.type.element_type != f32:
-                raise FrontendError(f"model output '{o.name}' has type {r.type}; only float32 "
-                                    "outputs are supported")
+                raise FrontendError(
+                    f"model output '{o.name}' has type {r.type}; only float32 outputs are supported"
+                )
         self.block.add_op(func.ReturnOp(*results))  # verified with its function
 
         def names(ns: Sequence[str]) -> ArrayAttr[DictionaryAttr]:
             return ArrayAttr([DictionaryAttr({"ziggurat.name": StringAttr(n)}) for n in ns])
 
-        fn = func.FuncOp("main", (arg_types, [r.type for r in results]), Region(self.block),
-                         arg_attrs=names(arg_names),
-                         res_attrs=names([o.name for o in self.graph.output]))
+        fn = func.FuncOp(
+            "main",
+            (arg_types, [r.type for r in results]),
+            Region(self.block),
+            arg_attrs=names(arg_names),
+            res_attrs=names([o.name for o in self.graph.output]),
+        )
         module = ModuleOp([fn])
         module.verify()
         return module
@@ -262,7 +290,11 @@ class Importer:
         bad: dict[str, list[str]] = {}
         for i, node in enumerate(self.graph.node):
             if node.domain not in ("", "ai.onnx") or node.op_type not in CONVERTERS:
-                key = node.op_type if node.domain in ("", "ai.onnx") else f"{node.domain}.{node.op_type}"
+                key = (
+                    node.op_type
+                    if node.domain in ("", "ai.onnx")
+                    else f"{node.domain}.{node.op_type}"
+                )
                 bad.setdefault(key, []).append(node.name or f"#{i}")
         if bad:
             parts = []
@@ -271,7 +303,8 @@ class Importer:
                 label = "node" if len(nodes) == 1 else "nodes"
                 parts.append(f"{op_type} ({label} {', '.join(repr(n) for n in nodes)})")
             raise FrontendError(
-                f"unsupported ONNX operators (opset {self.opset}): {', '.join(parts)}")
+                f"unsupported ONNX operators (opset {self.opset}): {', '.join(parts)}"
+            )
 
     def _inputs(self) -> tuple[list[TensorType], list[str]]:
         inits = {i.name for i in self.graph.initializer}
@@ -281,30 +314,32 @@ class Importer:
             if name not in known:
                 raise FrontendError(
                     f"input_shapes names unknown input '{name}' (model inputs: "
-                    f"{', '.join(repr(n) for n in sorted(known))})")
-        types, names = [], []
+                    f"{', '.join(repr(n) for n in sorted(known))})"
+                )
+        types: list[TensorType] = []
+        names: list[str] = []
         for inp in inputs:
             tt = inp.type.tensor_type
             if not inp.type.HasField("tensor_type") or tt.elem_type != onnx.TensorProto.FLOAT:
-                et = _type_name(tt.elem_type) if inp.type.HasField(
-                    "tensor_type") else "non-tensor"
+                et = _type_name(tt.elem_type) if inp.type.HasField("tensor_type") else "non-tensor"
                 raise FrontendError(
                     f"model input '{inp.name}' has element type {et}; only float32 inputs "
-                    "are supported")
+                    "are supported"
+                )
             given = self.input_shapes.get(inp.name)
             dims = list(tt.shape.dim) if tt.HasField("shape") else None
             if given is not None:
                 if dims is not None and len(dims) != len(given):
                     raise FrontendError(
                         f"input_shapes gives rank {len(given)} for input '{inp.name}' of rank "
-                        f"{len(dims)}")
+                        f"{len(dims)}"
+                    )
                 if any(int(d) <= 0 for d in given):
                     raise FrontendError(f"input_shapes for '{inp.name}' must be positive: {given}")
                 shape = [int(d) for d in given]
             else:
                 if dims is None:
-                    raise FrontendError(
-                        f"input '{inp.name}' has no shape; pass it in input_shapes")
+                    raise FrontendError(f"input '{inp.name}' has no shape; pass it in input_shapes")
                 shape = []
                 for k, d in enumerate(dims):
                     if d.HasField("dim_value") and d.dim_value > 0:
@@ -312,12 +347,14 @@ class Importer:
                     elif d.HasField("dim_value") and d.dim_value == 0:
                         raise FrontendError(
                             f"input '{inp.name}' has a zero-size dimension {k}; zero-size "
-                            "tensors are not supported")
+                            "tensors are not supported"
+                        )
                     else:
                         sym = f" ('{d.dim_param}')" if d.dim_param else ""
                         raise FrontendError(
                             f"input '{inp.name}' has unknown dimension {k}{sym}; pass its shape "
-                            "in input_shapes")
+                            "in input_shapes"
+                        )
             _check_elements(shape, f"input '{inp.name}'")
             types.append(TensorType(f32, shape))
             names.append(inp.name)
@@ -336,8 +373,10 @@ class Importer:
             if isinstance(v, SSAValue):
                 self.check_elements(self.shape_of(v), f"output '{name}'")
             if isinstance(v, SSAValue) and 0 in self.shape_of(v):
-                raise self.error(f"output '{name}' would have the zero-size shape "
-                                 f"{list(self.shape_of(v))}; zero-size tensors are not supported")
+                raise self.error(
+                    f"output '{name}' would have the zero-size shape "
+                    f"{list(self.shape_of(v))}; zero-size tensors are not supported"
+                )
             if name:
                 self.values[name] = v
                 if isinstance(v, SSAValue) and (h := _hint(name)) is not None:
@@ -347,7 +386,12 @@ class Importer:
         """Evaluate a node on import-time constants with ONNX's reference implementation."""
         from onnx.reference import ReferenceEvaluator
 
-        feeds = {n: self.lookup(n) for n in node.input if n}
+        feeds: dict[str, np.ndarray] = {}
+        for n in node.input:
+            if n:
+                v = self.lookup(n)
+                assert isinstance(v, np.ndarray), "_convert folds nodes whose inputs are all known"
+                feeds[n] = v
         what = "output '{}' (computed at import time)"
         for name, shape in _inferred_shapes(node, feeds, self.opset).items():
             self.check_elements(shape, what.format(name), MAX_FOLDED_ELEMENTS)
@@ -361,19 +405,26 @@ class Importer:
         return outs
 
 
-def _inferred_shapes(node: onnx.NodeProto, feeds: dict[str, np.ndarray],
-                     opset: int) -> dict[str, list[int]]:
+def _inferred_shapes(
+    node: onnx.NodeProto, feeds: dict[str, np.ndarray], opset: int
+) -> dict[str, list[int]]:
     """The output shapes ONNX shape inference gives a node on constant inputs (those it can
     tell), so that a fold that would allocate too much is refused before it runs."""
     try:
         schema = onnx.defs.get_schema(node.op_type, opset, "")
-        types = {n: helper.make_tensor_type_proto(helper.np_dtype_to_tensor_dtype(v.dtype),
-                                                  v.shape) for n, v in feeds.items()}
+        types = {
+            n: helper.make_tensor_type_proto(helper.np_dtype_to_tensor_dtype(v.dtype), v.shape)
+            for n, v in feeds.items()
+        }
         # the small integer inputs are the shape-like ones (ConstantOfShape's shape, pads, ...)
-        data = {n: numpy_helper.from_array(v, n) for n, v in feeds.items()
-                if v.size <= 64 and v.dtype.kind in "iu"}
+        data = {
+            n: numpy_helper.from_array(v, n)
+            for n, v in feeds.items()
+            if v.size <= 64 and v.dtype.kind in "iu"
+        }
         outs = onnx.shape_inference.infer_node_outputs(
-            schema, node, types, data, opset_imports=[helper.make_opsetid("", opset)])
+            schema, node, types, data, opset_imports=[helper.make_opsetid("", opset)]
+        )
     except Exception:  # no inference for this node: the evaluator reports what is wrong
         return {}
     shapes = {}
@@ -397,8 +448,11 @@ def _check_names(graph: onnx.GraphProto) -> None:
         check(v.name, "the value name")
     for i, node in enumerate(graph.node):
         where = f"node #{i}"
-        for value, what in [(node.name, "name"), (node.op_type, "op type"),
-                            (node.domain, "domain")]:
+        for value, what in [
+            (node.name, "name"),
+            (node.op_type, "op type"),
+            (node.domain, "domain"),
+        ]:
             check(value, f"{where}: the {what}")
         label = node.name or f"#{i}"
         for name in [*node.input, *node.output]:
@@ -423,6 +477,13 @@ def _count(n: int, noun: str) -> str:
 
 _OPTIONAL = onnx.defs.OpSchema.FormalParameterOption.Optional
 _VARIADIC = onnx.defs.OpSchema.FormalParameterOption.Variadic
+# a schema's attribute type -> the name of the AttributeProto type it stands for ("INTS"...): the
+# two enums name the same types alike (onnx's stub gives OpSchema.AttrType no `.value`/`.name`)
+_SCHEMA_ATTR_TYPES: dict[onnx.defs.OpSchema.AttrType, str] = {
+    getattr(onnx.defs.OpSchema.AttrType, n): n
+    for n in onnx.AttributeProto.AttributeType.keys()
+    if hasattr(onnx.defs.OpSchema.AttrType, n)
+}
 
 
 def _check_node(imp: Importer, node: onnx.NodeProto) -> None:
@@ -431,10 +492,13 @@ def _check_node(imp: Importer, node: onnx.NodeProto) -> None:
     schema = _schema(node.op_type, imp.opset)
     for a in node.attribute:
         if a.ref_attr_name:
-            raise imp.error(f"attribute '{a.name}' refers to a function attribute "
-                            f"('{a.ref_attr_name}'), which a model graph cannot do")
+            raise imp.error(
+                f"attribute '{a.name}' refers to a function attribute "
+                f"('{a.ref_attr_name}'), which a model graph cannot do"
+            )
         if a.type == onnx.AttributeProto.UNDEFINED or a.type not in (
-                onnx.AttributeProto.AttributeType.values()):
+            onnx.AttributeProto.AttributeType.values()
+        ):
             raise imp.error(f"attribute '{a.name}' has no valid type")
     seen = set()
     for a in node.attribute:
@@ -445,9 +509,10 @@ def _check_node(imp: Importer, node: onnx.NodeProto) -> None:
         return
     n_in = len(node.input)
     if not schema.min_input <= n_in <= schema.max_input:
-        raise imp.error(f"has {_count(n_in, 'input')}; the operator takes {schema.min_input}"
-                        + (f" to {schema.max_input}" if schema.max_input != schema.min_input
-                           else ""))
+        raise imp.error(
+            f"has {_count(n_in, 'input')}; the operator takes {schema.min_input}"
+            + (f" to {schema.max_input}" if schema.max_input != schema.min_input else "")
+        )
     for i, formal in enumerate(schema.inputs):
         if formal.option in (_OPTIONAL, _VARIADIC) or i >= n_in:
             continue
@@ -455,9 +520,10 @@ def _check_node(imp: Importer, node: onnx.NodeProto) -> None:
             raise imp.error(f"required input {i} ('{formal.name}') is missing (given as '')")
     n_out = len(node.output)
     if not schema.min_output <= n_out <= schema.max_output:
-        raise imp.error(f"has {_count(n_out, 'output')}; the operator has {schema.min_output}"
-                        + (f" to {schema.max_output}" if schema.max_output != schema.min_output
-                           else ""))
+        raise imp.error(
+            f"has {_count(n_out, 'output')}; the operator has {schema.min_output}"
+            + (f" to {schema.max_output}" if schema.max_output != schema.min_output else "")
+        )
     given = {a.name: a for a in node.attribute}
     for name in given:
         if name not in schema.attributes:
@@ -469,9 +535,10 @@ def _check_node(imp: Importer, node: onnx.NodeProto) -> None:
             if spec.required:
                 raise imp.error(f"required attribute '{name}' is missing")
             continue
-        if a.type != spec.type.value:
-            got = onnx.AttributeProto.AttributeType.Name(a.type)
-            raise imp.error(f"attribute '{name}' must be of type {spec.type.name}, got {got}")
+        got = onnx.AttributeProto.AttributeType.Name(a.type)
+        expected = _SCHEMA_ATTR_TYPES.get(spec.type, "?")
+        if got != expected:
+            raise imp.error(f"attribute '{name}' must be of type {expected}, got {got}")
 
 
 def attrs(node: onnx.NodeProto) -> dict[str, Any]:
@@ -502,12 +569,25 @@ def _res(op: Operation) -> list[Value]:
 # ----------------------------------------------------------------------------- elementwise
 
 _UNARY: dict[str, type[g.GraphOp]] = {
-    "Sqrt": g.SqrtOp, "Exp": g.ExpOp, "Log": g.LogOp, "Neg": g.NegOp, "Abs": g.AbsOp,
-    "Reciprocal": g.ReciprocalOp, "Relu": g.ReluOp, "Sigmoid": g.SigmoidOp, "Tanh": g.TanhOp,
-    "Erf": g.ErfOp, "HardSwish": g.HardSwishOp, "Identity": g.IdentityOp,
+    "Sqrt": g.SqrtOp,
+    "Exp": g.ExpOp,
+    "Log": g.LogOp,
+    "Neg": g.NegOp,
+    "Abs": g.AbsOp,
+    "Reciprocal": g.ReciprocalOp,
+    "Relu": g.ReluOp,
+    "Sigmoid": g.SigmoidOp,
+    "Tanh": g.TanhOp,
+    "Erf": g.ErfOp,
+    "HardSwish": g.HardSwishOp,
+    "Identity": g.IdentityOp,
 }
 _BINARY: dict[str, type[g.GraphOp]] = {
-    "Add": g.AddOp, "Sub": g.SubOp, "Mul": g.MulOp, "Div": g.DivOp, "Pow": g.PowOp,
+    "Add": g.AddOp,
+    "Sub": g.SubOp,
+    "Mul": g.MulOp,
+    "Div": g.DivOp,
+    "Pow": g.PowOp,
 }
 
 
@@ -524,15 +604,21 @@ def convert_binary(imp: Importer, node: onnx.NodeProto) -> list[Value]:
 
 @converter("LeakyRelu")
 def convert_leaky_relu(imp: Importer, node: onnx.NodeProto) -> list[Value]:
-    return _res(imp.emit(g.LeakyReluOp(imp.value(node.input[0]),
-                                       alpha=attrs(node).get("alpha", 0.01))))
+    return _res(
+        imp.emit(g.LeakyReluOp(imp.value(node.input[0]), alpha=attrs(node).get("alpha", 0.01)))
+    )
 
 
 @converter("HardSigmoid")
 def convert_hard_sigmoid(imp: Importer, node: onnx.NodeProto) -> list[Value]:
     a = attrs(node)
-    return _res(imp.emit(g.HardSigmoidOp(imp.value(node.input[0]), alpha=a.get("alpha", 0.2),
-                                         beta=a.get("beta", 0.5))))
+    return _res(
+        imp.emit(
+            g.HardSigmoidOp(
+                imp.value(node.input[0]), alpha=a.get("alpha", 0.2), beta=a.get("beta", 0.5)
+            )
+        )
+    )
 
 
 @converter("Gelu")
@@ -556,8 +642,9 @@ def convert_clip(imp: Importer, node: onnx.NodeProto) -> list[Value]:
 def convert_cast(imp: Importer, node: onnx.NodeProto) -> list[Value]:
     to = attrs(node)["to"]
     if to != onnx.TensorProto.FLOAT:
-        raise imp.error(f"cast of a computed tensor to {_type_name(to)} is "
-                        "not supported (only to FLOAT)")
+        raise imp.error(
+            f"cast of a computed tensor to {_type_name(to)} is not supported (only to FLOAT)"
+        )
     return _res(imp.emit(g.CastOp(imp.value(node.input[0], dtype=None), to="f32")))
 
 
@@ -576,16 +663,23 @@ def convert_dropout(imp: Importer, node: onnx.NodeProto) -> list[Value]:
 # ----------------------------------------------------------------------------- linear algebra
 
 
-def _auto_pad(mode: str, spatial: Sequence[int], kernel: Sequence[int], strides: Sequence[int],
-              dilations: Sequence[int], pads: Sequence[int]) -> list[int]:
+def _auto_pad(
+    mode: str,
+    spatial: Sequence[int],
+    kernel: Sequence[int],
+    strides: Sequence[int],
+    dilations: Sequence[int],
+    pads: Sequence[int],
+) -> list[int]:
     """Explicit (begins..., ends...) pads for an ONNX auto_pad mode."""
     if mode in ("NOTSET", ""):
         return list(pads) if pads else [0] * (2 * len(spatial))
     if mode == "VALID":
         return [0] * (2 * len(spatial))
     if mode not in ("SAME_UPPER", "SAME_LOWER"):
-        raise S.ShapeError(f"unknown auto_pad {mode!r} (expected NOTSET, VALID, SAME_UPPER "
-                           "or SAME_LOWER)")
+        raise S.ShapeError(
+            f"unknown auto_pad {mode!r} (expected NOTSET, VALID, SAME_UPPER or SAME_LOWER)"
+        )
     begins, ends = [], []
     for n, k, s, d in zip(spatial, kernel, strides, dilations, strict=True):
         out = -(-n // s)
@@ -596,20 +690,21 @@ def _auto_pad(mode: str, spatial: Sequence[int], kernel: Sequence[int], strides:
     return begins + ends
 
 
-def _window(imp: Importer, node: onnx.NodeProto, kernel: Sequence[int]
-            ) -> tuple[list[int], list[int], list[int]]:
+def _window(
+    imp: Importer, node: onnx.NodeProto, kernel: Sequence[int]
+) -> tuple[list[int], list[int], list[int]]:
     a = attrs(node)
     x = imp.shape(node.input[0])
     if len(x) != 4:
         raise imp.error(f"only 2-D (NCHW) inputs are supported, got rank {len(x)}")
     strides = list(a.get("strides", [1, 1]))
     dilations = list(a.get("dilations", [1, 1]))
-    for what, values in (("kernel_shape", kernel), ("strides", strides),
-                         ("dilations", dilations)):
+    for what, values in (("kernel_shape", kernel), ("strides", strides), ("dilations", dilations)):
         if len(values) != 2 or min(values) < 1:
             raise imp.error(f"{what} must be two positive numbers, got {list(values)}")
-    pads = _auto_pad(_s(a.get("auto_pad", "NOTSET")), x[2:], kernel, strides, dilations,
-                     a.get("pads", []))
+    pads = _auto_pad(
+        _s(a.get("auto_pad", "NOTSET")), x[2:], kernel, strides, dilations, a.get("pads", [])
+    )
     return strides, pads, dilations
 
 
@@ -621,22 +716,43 @@ def convert_conv(imp: Importer, node: onnx.NodeProto) -> list[Value]:
         raise imp.error(f"weight must be 4-D (M, C/group, kH, kW), got shape {list(w_shape)}")
     kernel = list(a.get("kernel_shape", w_shape[2:]))
     if kernel != list(w_shape[2:]):
-        raise imp.error(f"kernel_shape {kernel} does not match the weight's spatial shape "
-                        f"{list(w_shape[2:])}")
+        raise imp.error(
+            f"kernel_shape {kernel} does not match the weight's spatial shape {list(w_shape[2:])}"
+        )
     strides, pads, dilations = _window(imp, node, kernel)
     bias = imp.value(node.input[2]) if imp.has(node, 2) else None
-    return _res(imp.emit(g.ConvOp(imp.value(node.input[0]), imp.value(node.input[1]), bias,
-                                  strides=strides, pads=pads, dilations=dilations,
-                                  group=a.get("group", 1))))
+    return _res(
+        imp.emit(
+            g.ConvOp(
+                imp.value(node.input[0]),
+                imp.value(node.input[1]),
+                bias,
+                strides=strides,
+                pads=pads,
+                dilations=dilations,
+                group=a.get("group", 1),
+            )
+        )
+    )
 
 
 @converter("Gemm")
 def convert_gemm(imp: Importer, node: onnx.NodeProto) -> list[Value]:
     a = attrs(node)
     c = imp.value(node.input[2]) if imp.has(node, 2) else None
-    return _res(imp.emit(g.GemmOp(imp.value(node.input[0]), imp.value(node.input[1]), c,
-                                  alpha=a.get("alpha", 1.0), beta=a.get("beta", 1.0),
-                                  trans_a=a.get("transA", 0), trans_b=a.get("transB", 0))))
+    return _res(
+        imp.emit(
+            g.GemmOp(
+                imp.value(node.input[0]),
+                imp.value(node.input[1]),
+                c,
+                alpha=a.get("alpha", 1.0),
+                beta=a.get("beta", 1.0),
+                trans_a=a.get("transA", 0),
+                trans_b=a.get("transB", 0),
+            )
+        )
+    )
 
 
 @converter("MatMul")
@@ -671,8 +787,7 @@ def convert_layer_norm(imp: Importer, node: onnx.NodeProto) -> list[Value]:
     eps = a.get("epsilon", 1e-5)
     bias = imp.value(node.input[2]) if imp.has(node, 2) else None
     x = imp.value(node.input[0])
-    outs = _res(imp.emit(g.LayerNormOp(x, imp.value(node.input[1]), bias, axis=axis,
-                                       epsilon=eps)))
+    outs = _res(imp.emit(g.LayerNormOp(x, imp.value(node.input[1]), bias, axis=axis, epsilon=eps)))
     if any(node.output[1:3]):
         # the optional Mean and InvStdDev outputs (reduced dims kept as 1), from graph ops
         axes = list(range(axis, rank))
@@ -691,8 +806,7 @@ def convert_batch_norm(imp: Importer, node: onnx.NodeProto) -> list[Value]:
     if a.get("training_mode", 0):
         raise imp.error("training_mode=1 is not supported (inference only)")
     x, scale, bias, mean, var = (imp.value(n) for n in node.input[:5])
-    return _res(imp.emit(g.BatchNormOp(x, scale, bias, mean, var,
-                                       epsilon=a.get("epsilon", 1e-5))))
+    return _res(imp.emit(g.BatchNormOp(x, scale, bias, mean, var, epsilon=a.get("epsilon", 1e-5))))
 
 
 # ----------------------------------------------------------------------------- pooling
@@ -708,13 +822,20 @@ def convert_pool(imp: Importer, node: onnx.NodeProto) -> list[Value]:
     if node.op_type == "MaxPool":
         if len(node.output) > 1 and node.output[1]:
             raise imp.error("the Indices output is not supported")
-        op: Operation = g.MaxPoolOp(x, kernel=kernel, strides=strides, pads=pads,
-                                    dilations=dilations, ceil_mode=ceil_mode)
+        op: Operation = g.MaxPoolOp(
+            x, kernel=kernel, strides=strides, pads=pads, dilations=dilations, ceil_mode=ceil_mode
+        )
     else:
         if dilations != [1, 1]:
             raise imp.error("dilated AveragePool is not supported")
-        op = g.AvgPoolOp(x, kernel=kernel, strides=strides, pads=pads, ceil_mode=ceil_mode,
-                         count_include_pad=a.get("count_include_pad", 0))
+        op = g.AvgPoolOp(
+            x,
+            kernel=kernel,
+            strides=strides,
+            pads=pads,
+            ceil_mode=ceil_mode,
+            count_include_pad=a.get("count_include_pad", 0),
+        )
     return _res(imp.emit(op))
 
 
@@ -728,7 +849,8 @@ def convert_global_pool(imp: Importer, node: onnx.NodeProto) -> list[Value]:
 
 _REDUCE: dict[str, tuple[type[g.GraphOp], int]] = {
     # op -> (graph op, first opset where axes is an input)
-    "ReduceMean": (g.ReduceMeanOp, 18), "ReduceSum": (g.ReduceSumOp, 13),
+    "ReduceMean": (g.ReduceMeanOp, 18),
+    "ReduceSum": (g.ReduceSumOp, 13),
     "ReduceMax": (g.ReduceMaxOp, 18),
 }
 
@@ -745,8 +867,15 @@ def convert_reduce(imp: Importer, node: onnx.NodeProto) -> list[Value]:
     x = imp.value(node.input[0])
     if not axes and a.get("noop_with_empty_axes", 0):
         return _res(imp.emit(g.IdentityOp(x)))
-    return _res(imp.emit(cls(x, axes=S.normalize_axes([int(v) for v in axes], rank),
-                             keepdims=a.get("keepdims", 1))))
+    return _res(
+        imp.emit(
+            cls(
+                x,
+                axes=S.normalize_axes([int(v) for v in axes], rank),
+                keepdims=a.get("keepdims", 1),
+            )
+        )
+    )
 
 
 # ----------------------------------------------------------------------------- data movement
@@ -760,8 +889,7 @@ def _reshape(imp: Importer, x: SSAValue, shape: Sequence[int]) -> list[Value]:
 def convert_reshape(imp: Importer, node: onnx.NodeProto) -> list[Value]:
     target = imp.int_input(node, 1, "shape")
     try:
-        shape = S.reshape_target(imp.shape(node.input[0]), target,
-                                 attrs(node).get("allowzero", 0))
+        shape = S.reshape_target(imp.shape(node.input[0]), target, attrs(node).get("allowzero", 0))
     except S.ShapeError as e:
         raise imp.error(str(e)) from e
     return _reshape(imp, imp.value(node.input[0]), shape)
@@ -830,8 +958,7 @@ def convert_slice(imp: Importer, node: onnx.NodeProto) -> list[Value]:
     assert st is not None and en is not None  # required inputs (checked against the schema)
     for what, values in (("ends", en), ("axes", ax), ("steps", sp)):
         if values is not None and len(values) != len(st):
-            raise imp.error(f"{what} has {_count(len(values), 'value')} but starts has "
-                            f"{len(st)}")
+            raise imp.error(f"{what} has {_count(len(values), 'value')} but starts has {len(st)}")
     ax = ax if ax is not None else list(range(len(st)))
     sp = sp if sp is not None else [1] * len(st)
     starts, ends, steps = [0] * rank, list(shape), [1] * rank
@@ -842,8 +969,9 @@ def convert_slice(imp: Importer, node: onnx.NodeProto) -> list[Value]:
         except S.ShapeError as err:
             raise imp.error(str(err)) from err
         steps[d] = step
-    return _res(imp.emit(g.SliceOp(imp.value(node.input[0]), starts=starts, ends=ends,
-                                   steps=steps)))
+    return _res(
+        imp.emit(g.SliceOp(imp.value(node.input[0]), starts=starts, ends=ends, steps=steps))
+    )
 
 
 @converter("Squeeze", "Unsqueeze")
@@ -879,8 +1007,9 @@ def convert_gather(imp: Importer, node: onnx.NodeProto) -> list[Value]:
         indices = imp.value(node.input[1], dtype=None)
         el = indices.type.element_type if isinstance(indices.type, TensorType) else None
         if el == f32:  # the model's inputs are float32: computed indices cannot be integers
-            raise imp.error(f"indices ('{node.input[1]}') must be integers, got a computed "
-                            "float32 tensor")
+            raise imp.error(
+                f"indices ('{node.input[1]}') must be integers, got a computed float32 tensor"
+            )
     return _res(imp.emit(g.GatherOp(imp.value(node.input[0]), indices, axis=axis)))
 
 
@@ -896,8 +1025,9 @@ def convert_pad(imp: Importer, node: onnx.NodeProto) -> list[Value]:
     if imp.has(node, 3):  # opset 18: pads only for the given axes
         axes = [S.normalize_axis(v, rank) for v in imp.int_input(node, 3, "axes")]
         if len(pads) != 2 * len(axes):
-            raise imp.error(f"pads must have {2 * len(axes)} values (two per axis in "
-                            f"{axes}), got {len(pads)}")
+            raise imp.error(
+                f"pads must have {2 * len(axes)} values (two per axis in {axes}), got {len(pads)}"
+            )
         full = [0] * (2 * rank)
         for i, d in enumerate(axes):
             full[d], full[d + rank] = pads[i], pads[i + len(axes)]
@@ -934,13 +1064,13 @@ def convert_shape(imp: Importer, node: onnx.NodeProto) -> list[Value]:
     # static shapes: always folded to a constant
     a = attrs(node)
     shape = np.asarray(imp.shape(node.input[0]), dtype=np.int64)
-    return [shape[a.get("start", 0):a.get("end", len(shape))]]
+    return [shape[a.get("start", 0) : a.get("end", len(shape))]]
 
 
 # ----------------------------------------------------------------------------- entry point
 
 
-def _load(model: str | Path | onnx.ModelProto) -> onnx.ModelProto:
+def load_model(model: str | Path | onnx.ModelProto) -> onnx.ModelProto:
     if isinstance(model, onnx.ModelProto):
         proto = model
         where = "model"
@@ -977,13 +1107,15 @@ def _tensors(proto: onnx.ModelProto) -> Iterator[onnx.TensorProto]:
                 graphs.extend(a.graphs)
 
 
-def _check_external_size(t: onnx.TensorProto, keys: dict[str, str], file_size: int,
-                         where: str) -> None:
+def _check_external_size(
+    t: onnx.TensorProto, keys: dict[str, str], file_size: int, where: str
+) -> None:
     """The bytes an external tensor would read must be what its dims need, checked before
     reading: a model must not make the frontend read a huge file into memory."""
     if t.data_type not in _TENSOR_TYPES:
-        raise FrontendError(f"{where} has element type {_type_name(t.data_type)}, which is not "
-                            "supported")
+        raise FrontendError(
+            f"{where} has element type {_type_name(t.data_type)}, which is not supported"
+        )
     dims = [int(d) for d in t.dims]
     if any(d < 0 for d in dims):
         raise FrontendError(f"{where} has a negative dimension: dims {dims}")
@@ -992,12 +1124,16 @@ def _check_external_size(t: onnx.TensorProto, keys: dict[str, str], file_size: i
         offset = int(keys.get("offset") or 0)
         size = int(keys["length"]) if keys.get("length") else file_size - offset
     except ValueError:
-        raise FrontendError(f"{where}: external data offset/length are not integers: "
-                            f"{keys.get('offset')!r}, {keys.get('length')!r}") from None
+        raise FrontendError(
+            f"{where}: external data offset/length are not integers: "
+            f"{keys.get('offset')!r}, {keys.get('length')!r}"
+        ) from None
     need = math.prod(dims) * np.dtype(_TENSOR_TYPES[t.data_type]).itemsize
     if size != need:
-        raise FrontendError(f"{where}: its external data holds {size} bytes, but dims {dims} of "
-                            f"{_type_name(t.data_type)} need {need}")
+        raise FrontendError(
+            f"{where}: its external data holds {size} bytes, but dims {dims} of "
+            f"{_type_name(t.data_type)} need {need}"
+        )
 
 
 def _load_external_data(proto: onnx.ModelProto, path: Path) -> None:
@@ -1019,25 +1155,31 @@ def _load_external_data(proto: onnx.ModelProto, path: Path) -> None:
         location = keys.get("location", "")
         parts = Path(location).parts
         if not parts or Path(location).is_absolute() or ".." in parts:
-            raise FrontendError(f"{where} has external data location {location!r}; it must be "
-                                "a relative path inside the model's folder")
+            raise FrontendError(
+                f"{where} has external data location {location!r}; it must be "
+                "a relative path inside the model's folder"
+            )
         current = root
         for part in parts:
             current = current / part
             try:
                 info = os.lstat(current)
             except OSError as e:
-                raise FrontendError(f"{where}: external data file {location!r} cannot be read: "
-                                    f"{e.strerror or e}") from None
+                raise FrontendError(
+                    f"{where}: external data file {location!r} cannot be read: {e.strerror or e}"
+                ) from None
             if stat.S_ISLNK(info.st_mode):
                 raise FrontendError(
                     f"{where}: external data path {location!r} goes through a symbolic link "
-                    f"('{current.relative_to(root)}'); refusing to follow it")
+                    f"('{current.relative_to(root)}'); refusing to follow it"
+                )
         if not stat.S_ISREG(info.st_mode):
             raise FrontendError(f"{where}: external data {location!r} is not a regular file")
         if info.st_nlink > 1:
-            raise FrontendError(f"{where}: external data file {location!r} has other hard "
-                                "links; refusing it (it may be a file from elsewhere)")
+            raise FrontendError(
+                f"{where}: external data file {location!r} has other hard "
+                "links; refusing it (it may be a file from elsewhere)"
+            )
         _check_external_size(t, keys, info.st_size, where)
         try:
             load_external_data_for_tensor(t, str(root))
@@ -1047,11 +1189,12 @@ def _load_external_data(proto: onnx.ModelProto, path: Path) -> None:
         del t.external_data[:]
 
 
-def import_onnx(model: str | Path | onnx.ModelProto,
-                input_shapes: dict[str, list[int]] | None = None) -> ModuleOp:
+def import_onnx(
+    model: str | Path | onnx.ModelProto, input_shapes: dict[str, list[int]] | None = None
+) -> ModuleOp:
     """Import an ONNX model (path or ModelProto) as `func.func @main` in the graph dialect.
 
     `input_shapes` binds symbolic/unknown input dims (input name -> full shape).
     Raises FrontendError for anything the frontend cannot import.
     """
-    return Importer(_load(model), input_shapes).run()
+    return Importer(load_model(model), input_shapes).run()

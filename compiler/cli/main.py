@@ -14,9 +14,15 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import BinaryIO, NoReturn
+from typing import Any, BinaryIO, NoReturn
 
-EMIT_LEVELS = ("graph", "tensor", "loops", "llvm-dialect", "llvm-ir", "asm")
+from xdsl.ir import Attribute
+from xdsl.passes import ModulePass
+
+from compiler.pipelines import LEVELS
+
+EMIT_LEVELS = (*LEVELS, "llvm-ir", "asm")
+"""What `ziggurat compile --emit` prints: every IR level, then LLVM IR or assembly."""
 
 
 class UsageError(Exception):
@@ -43,7 +49,9 @@ def parse_input_shapes(specs: Sequence[str] | None) -> dict[str, list[int]]:
             if any(d <= 0 for d in shapes[name]):
                 raise ValueError
         except ValueError:
-            raise UsageError(f"bad --input-shape '{spec}': expected NAME=D1xD2x... with positive dims") from None
+            raise UsageError(
+                f"bad --input-shape '{spec}': expected NAME=D1xD2x... with positive dims"
+            ) from None
     return shapes
 
 
@@ -105,20 +113,29 @@ def cmd_compile(args: argparse.Namespace) -> int:
     optimize = not args.no_graph_opt
     _check_threads(args.threads)
     if args.report:
-        _stdout(json.dumps(compile_report(_model_arg(args.model), shapes, optimize=optimize), indent=2) + "\n")
+        _stdout(
+            json.dumps(compile_report(_model_arg(args.model), shapes, optimize=optimize), indent=2)
+            + "\n"
+        )
         if not args.output:
             return 0
     module = import_model(_model_arg(args.model), shapes)
-    if args.emit in ("graph", "tensor", "loops", "llvm-dialect"):
-        lower(module, args.emit, optimize=optimize, db=args.db, threads=args.threads)
+    schedules = _schedules(args.db, args.threads)
+    if args.emit in LEVELS:
+        lower(module, args.emit, optimize=optimize, schedules=schedules, threads=args.threads)
         _write(str(module), args.output)
     else:
-        from compiler.backends.llvm_cpu import compile_to_asm, compile_to_llvm_ir
+        from compiler.backends.llvm_cpu.compile import compile_to_asm, compile_to_llvm_ir
 
-        lower(module, "llvm-dialect", optimize=optimize, db=args.db, threads=args.threads)
-        _write(compile_to_llvm_ir(module) if args.emit == "llvm-ir" else compile_to_asm(module), args.output)
-    if args.db and args.emit not in ("graph", "tensor"):
-        _report_db_use()
+        lower(module, "llvm-dialect", optimize=optimize, schedules=schedules, threads=args.threads)
+        _write(
+            compile_to_llvm_ir(module) if args.emit == "llvm-ir" else compile_to_asm(module),
+            args.output,
+        )
+    if args.db and list(LEVELS).index(args.emit if args.emit in LEVELS else "llvm-dialect") >= list(
+        LEVELS
+    ).index("loops"):
+        _report_db_use(dict(module.attributes))
     if args.verbose:
         print(f"compiled in {time.perf_counter() - t0:.2f} s", file=sys.stderr)
     return 0
@@ -133,7 +150,9 @@ def _load_npz(path: str) -> dict:
     except Exception:  # numpy raises several types for a bad archive
         data = None
     if not isinstance(data, np.lib.npyio.NpzFile):
-        raise UsageError(f"{path} is not a valid .npz archive (make one with numpy.savez(path, NAME=array, ...))")
+        raise UsageError(
+            f"{path} is not a valid .npz archive (make one with numpy.savez(path, NAME=array, ...))"
+        )
     with data:
         try:
             return {k: data[k] for k in data.files}
@@ -150,121 +169,52 @@ def cmd_run(args: argparse.Namespace) -> int:
     _check_readable(args.model, "model file")
     feeds = _load_npz(args.inputs)
     model = compile_model(
-        args.model, parse_input_shapes(args.input_shape), target=args.target, optimize=not args.no_graph_opt, db=args.db,
+        args.model,
+        parse_input_shapes(args.input_shape),
+        target=args.target,
+        optimize=not args.no_graph_opt,
+        schedules=_schedules(args.db, args.threads),
         threads=args.threads,
     )
     if args.db:
-        _report_db_use()
+        _report_db_use(model.notes)
     outputs = model.run(feeds)
-    _write_file(args.output, lambda f: np.savez(f, **outputs))  # exactly there: no `.npz` added
-    _stdout("".join(f"{name}: shape {list(value.shape)} -> {args.output}\n" for name, value in outputs.items()))
+    save: Callable[..., None] = np.savez  # numpy's stub types **kwds as its own options
+    _write_file(args.output, lambda f: save(f, **outputs))  # exactly there: no `.npz` added
+    _stdout(
+        "".join(
+            f"{name}: shape {list(value.shape)} -> {args.output}\n"
+            for name, value in outputs.items()
+        )
+    )
     return 0
 
 
 def _check_threads(threads: int) -> None:
-    from passes.transforms.parallelize import MAX_THREADS
+    from passes.schedule.target import MAX_THREADS
 
     if threads < 1:
         raise UsageError(f"--threads must be at least 1 (got {threads})")
     if threads > MAX_THREADS:
-        raise UsageError(f"--threads must be at most {MAX_THREADS}, the thread pool's limit (got {threads})")
-
-
-def _ort_session(model_bytes: bytes, threads: int):
-    import onnxruntime as ort
-
-    opts = ort.SessionOptions()
-    opts.intra_op_num_threads = threads
-    opts.inter_op_num_threads = 1
-    # Its pool threads spin after each run by default; timed in turns with ziggurat in one
-    # process they would steal the cores from ziggurat's thread pool (1.79x -> 1.06x measured).
-    opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
-    opts.add_session_config_entry("session.inter_op.allow_spinning", "0")
-    try:
-        return ort.InferenceSession(model_bytes, opts, providers=["CPUExecutionProvider"])
-    except Exception as e:  # the reference cannot load this model: say so, not a traceback
-        raise UsageError(f"onnxruntime (the reference) cannot load the model: {str(e).splitlines()[0]}") from None
-
-
-def _time_interleaved(fns: dict[str, object], min_seconds: float = 1.0, min_rounds: int = 5) -> dict[str, float]:
-    """Best-of latency in seconds of each callable, timed in alternating rounds so that machine
-    noise (a shared 2-core box) hits every engine alike; each is warmed up once first."""
-    for fn in fns.values():
-        fn()  # type: ignore[operator]
-    best = dict.fromkeys(fns, float("inf"))
-    rounds, start = 0, time.perf_counter()
-    while rounds < min_rounds or time.perf_counter() - start < min_seconds * len(fns):
-        for name, fn in fns.items():
-            t = time.perf_counter()
-            fn()  # type: ignore[operator]
-            best[name] = min(best[name], time.perf_counter() - t)
-        rounds += 1
-    return best
-
-
-def _time(fn, min_seconds: float = 1.0) -> float:
-    return _time_interleaved({"fn": fn}, min_seconds)["fn"]
-
-
-def bench_model(
-    model_path_or_proto,
-    threads: int = 1,
-    seconds: float = 1.0,
-    optimize: bool = True,
-    compare_unoptimized: bool = False,
-    db: str | None = None,
-) -> dict:
-    """Compile, check and time a model against onnxruntime in the same run (and, with
-    `compare_unoptimized`, against itself without the graph-level passes)."""
-    import numpy as np
-    import onnx
-
-    from compiler import zoo
-    from compiler.host import cpu_description
-    from compiler.model import compile_model
-
-    if isinstance(model_path_or_proto, onnx.ModelProto):
-        proto = model_path_or_proto
-    else:  # the frontend's loader: the same checks (and external data rules) as `compile`
-        from compiler.frontend.onnx import _load
-
-        _check_readable(str(model_path_or_proto), "model file")
-        proto = _load(str(model_path_or_proto))
-    t0 = time.perf_counter()
-    compiled = compile_model(proto, optimize=optimize, db=db, threads=threads)
-    compile_s = time.perf_counter() - t0
-    feeds = zoo.random_inputs(proto)
-    sess = _ort_session(proto.SerializeToString(), threads)
-    ref = dict(zip([o.name for o in sess.get_outputs()], sess.run(None, feeds)))
-    ours = compiled.run(feeds)
-    max_err = max(float(np.max(np.abs(ours[k] - ref[k]))) for k in ref)
-    engines: dict[str, object] = {"ziggurat": compiled.runner(feeds), "onnxruntime": lambda: sess.run(None, feeds)}
-    if compare_unoptimized:
-        plain = compile_model(proto, optimize=False, threads=threads)
-        engines["unoptimized"] = plain.runner(feeds)
-    t = _time_interleaved(engines, seconds)
-    result = {
-        "model": proto.graph.name,
-        "threads": threads,
-        "compile_s": round(compile_s, 3),
-        "compile_breakdown_s": {k: round(v, 3) for k, v in compiled.timings.items()},
-        "ziggurat_ms": round(t["ziggurat"] * 1e3, 3),
-        "onnxruntime_ms": round(t["onnxruntime"] * 1e3, 3),
-        "ratio": round(t["ziggurat"] / t["onnxruntime"], 3),
-        "max_abs_err": max_err,
-        "cpu": cpu_description(),
-    }
-    if compare_unoptimized:
-        result["ziggurat_unoptimized_ms"] = round(t["unoptimized"] * 1e3, 3)
-        result["graph_opt_speedup"] = round(t["unoptimized"] / t["ziggurat"], 3)
-    return result
+        raise UsageError(
+            f"--threads must be at most {MAX_THREADS}, the thread pool's limit (got {threads})"
+        )
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
     _check_threads(args.threads)
-    result = bench_model(_model_arg(args.model), args.threads, args.seconds, db=args.db)
+    from compiler.benchmark import bench_model
+
+    notes: dict[str, Attribute] = {}
+    result = bench_model(
+        _model_arg(args.model),
+        args.threads,
+        args.seconds,
+        schedules=_schedules(args.db, args.threads),
+        notes=notes,
+    )
     if args.db:
-        _report_db_use()
+        _report_db_use(notes)
     if args.json:
         _stdout(json.dumps(result) + "\n")
     else:
@@ -279,17 +229,17 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return 0
 
 
-def _model_arg(name: str):
+def _model_arg(name: str) -> Any:
     """A path, or `zoo:NAME` for a built-in model."""
-    if name.startswith("zoo:"):
-        from compiler import zoo
+    from compiler import zoo
 
-        key = name[4:]
-        if key not in zoo.MODELS:
-            raise UsageError(f"unknown built-in model '{key}' (available: {', '.join(zoo.MODELS)})")
-        return zoo.MODELS[key]()
-    _check_readable(name, "model file")
-    return name
+    try:
+        model = zoo.model_from_arg(name)
+    except KeyError as e:
+        raise UsageError(str(e.args[0])) from None
+    if isinstance(model, str):
+        _check_readable(model, "model file")
+    return model
 
 
 def cmd_tune(args: argparse.Namespace) -> int:
@@ -314,10 +264,15 @@ def cmd_tune(args: argparse.Namespace) -> int:
 
         security = tls_security(*tls_files) if any(tls_files) else None
         measurer = DaskMeasurer(
-            args.dask, measure_kwargs={"threads": args.threads}, security=security,
+            args.dask,
+            measure_kwargs={"threads": args.threads},
+            security=security,
             allow_insecure=args.dask_insecure,
         )
-        print(f"measuring on {measurer.n_workers} dask workers ({measurer.target['cpu']})", file=sys.stderr)
+        print(
+            f"measuring on {measurer.n_workers} dask workers ({measurer.target['cpu']})",
+            file=sys.stderr,
+        )
     print(
         f"{len(tasks)} tasks; {args.trials} trials with the {args.tuner} tuner on {args.threads} thread(s)"
         f"{' with transfer learning' if args.transfer else ''}; records -> {args.db}",
@@ -325,8 +280,14 @@ def cmd_tune(args: argparse.Namespace) -> int:
     )
     try:
         summary = tune_tasks(
-            tasks, args.db, args.trials, tuner=args.tuner, seed=args.seed, measure_fn=measurer,
-            threads=args.threads, transfer=args.transfer,
+            tasks,
+            args.db,
+            args.trials,
+            tuner=args.tuner,
+            seed=args.seed,
+            measure_fn=measurer,
+            threads=args.threads,
+            transfer=args.transfer,
         )
     finally:
         if measurer is not None:
@@ -338,13 +299,22 @@ def cmd_tune(args: argparse.Namespace) -> int:
     return 0
 
 
-def _report_db_use() -> None:
-    from passes.transforms.autotune import LAST_STATS
+def _schedules(db: str | None, threads: int) -> list[ModulePass]:
+    """The kernels' schedules from a tuning database (`--db`), applied by the tuner's pass."""
+    from autotune.apply_pass import tuned_schedules
 
-    fb = len(LAST_STATS.fallback)
+    return tuned_schedules(db, threads)
+
+
+def _report_db_use(notes: dict[str, Attribute]) -> None:
+    from autotune.apply_pass import autotune_stats
+
+    stats = autotune_stats(notes)
+    if stats is None:
+        return
     print(
-        f"ziggurat: {LAST_STATS.tuned} of {LAST_STATS.kernels} kernels use tuned schedules; "
-        f"{fb} fell back to the default schedule",
+        f"ziggurat: {stats.tuned} of {stats.kernels} kernels use tuned schedules; "
+        f"{len(stats.fallback)} fell back to the default schedule",
         file=sys.stderr,
     )
 
@@ -358,6 +328,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from autotune.task import extract_tasks
     from autotune.tune_model import tune_tasks
     from compiler import zoo
+    from compiler.benchmark import ort_session, time_interleaved
     from compiler.model import compile_model
 
     proto = zoo.small_cnn(seed=args.seed)
@@ -371,11 +342,11 @@ def cmd_demo(args: argparse.Namespace) -> int:
         if args.trials > 0:
             tune_tasks(extract_tasks(proto), db, args.trials, seed=args.seed)
         tune_s = time.perf_counter() - t0
-        tuned = compile_model(proto, db=db)
-    sess = _ort_session(proto.SerializeToString(), 1)
+        tuned = compile_model(proto, schedules=_schedules(db, 1))
+    sess = ort_session(proto.SerializeToString(), 1)
     ref = dict(zip([o.name for o in sess.get_outputs()], sess.run(None, feeds)))
     results = {"default": default.run(feeds), "tuned": tuned.run(feeds)}
-    t = _time_interleaved(
+    t = time_interleaved(
         {
             "default": default.runner(feeds),
             "tuned": tuned.runner(feeds),
@@ -400,7 +371,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = _ArgumentParser(prog="ziggurat", description="ziggurat: compile ONNX models to machine code")
+    p = _ArgumentParser(
+        prog="ziggurat", description="ziggurat: compile ONNX models to machine code"
+    )
     sub = p.add_subparsers(dest="command", required=True)
 
     c = sub.add_parser("compile", help="print the program at one level")
@@ -409,10 +382,23 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("-o", "--output")
     c.add_argument("--input-shape", action="append", metavar="NAME=1x3x224x224")
     c.add_argument("-v", "--verbose", action="store_true")
-    c.add_argument("--report", choices=["json"], help="print kernel, fusion, memory and compile-time figures")
-    c.add_argument("--no-graph-opt", action="store_true", help="skip folding and fusion (one kernel per operator)")
-    c.add_argument("--db", help="apply the best schedules recorded by `ziggurat tune` in this database")
-    c.add_argument("--threads", type=int, default=1, help="run the outer loops of large kernels on this many threads")
+    c.add_argument(
+        "--report", choices=["json"], help="print kernel, fusion, memory and compile-time figures"
+    )
+    c.add_argument(
+        "--no-graph-opt",
+        action="store_true",
+        help="skip folding and fusion (one kernel per operator)",
+    )
+    c.add_argument(
+        "--db", help="apply the best schedules recorded by `ziggurat tune` in this database"
+    )
+    c.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="run the outer loops of large kernels on this many threads",
+    )
     c.set_defaults(fn=cmd_compile)
 
     r = sub.add_parser("run", help="run a model on inputs from an .npz file")
@@ -422,28 +408,52 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--target", default="cpu", choices=["cpu"])
     r.add_argument("--input-shape", action="append", metavar="NAME=1x3x224x224")
     r.add_argument("--no-graph-opt", action="store_true", help="skip folding and fusion")
-    r.add_argument("--db", help="apply the best schedules recorded by `ziggurat tune` in this database")
+    r.add_argument(
+        "--db", help="apply the best schedules recorded by `ziggurat tune` in this database"
+    )
     r.add_argument("--threads", type=int, default=1, help="threads for the kernels' parallel loops")
     r.set_defaults(fn=cmd_run)
 
     b = sub.add_parser("bench", help="time ziggurat and onnxruntime in the same run")
-    b.add_argument("model", help="an .onnx file or zoo:NAME (" + ", ".join(["mlp", "small-cnn", "transformer-block", "resnet18"]) + ")")
-    b.add_argument("--threads", type=int, default=1, help="threads for ziggurat and for onnxruntime (intra-op)")
+    b.add_argument("model", help="an .onnx file or zoo:NAME (zoo:resnet18, zoo:small-cnn, ...)")
+    b.add_argument(
+        "--threads", type=int, default=1, help="threads for ziggurat and for onnxruntime (intra-op)"
+    )
     b.add_argument("--seconds", type=float, default=1.0, help="minimum timing time per engine")
     b.add_argument("--json", action="store_true")
-    b.add_argument("--db", help="apply the best schedules recorded by `ziggurat tune` in this database")
+    b.add_argument(
+        "--db", help="apply the best schedules recorded by `ziggurat tune` in this database"
+    )
     b.set_defaults(fn=cmd_bench)
 
-    t = sub.add_parser("tune", help="tune the model's kernels on this machine (or dask workers: --dask), recording to a database")
+    t = sub.add_parser(
+        "tune",
+        help="tune the model's kernels on this machine (or dask workers: --dask), recording to a database",
+    )
     t.add_argument("model", help="an .onnx file or zoo:NAME")
-    t.add_argument("--trials", type=int, required=True, help="measurements in total, spread over the tasks")
-    t.add_argument("--db", required=True, help="JSON-lines database (appended to; tuning resumes from it)")
+    t.add_argument(
+        "--trials", type=int, required=True, help="measurements in total, spread over the tasks"
+    )
+    t.add_argument(
+        "--db", required=True, help="JSON-lines database (appended to; tuning resumes from it)"
+    )
     t.add_argument("--target", default="cpu", choices=["cpu"])
     t.add_argument("--seed", type=int, default=0)
-    t.add_argument("--threads", type=int, default=1, help="tune for (and measure on) this many threads: adds the parallel knob")
-    t.add_argument("--transfer", action="store_true", help="seed each task's cost model with the other tasks' records")
+    t.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="tune for (and measure on) this many threads: adds the parallel knob",
+    )
+    t.add_argument(
+        "--transfer",
+        action="store_true",
+        help="seed each task's cost model with the other tasks' records",
+    )
     t.add_argument("--tuner", choices=["xgb", "random"], default="xgb")
-    t.add_argument("--plot", metavar="FILE.png", help="draw best-so-far GFLOP/s against trials per task")
+    t.add_argument(
+        "--plot", metavar="FILE.png", help="draw best-so-far GFLOP/s against trials per task"
+    )
     t.add_argument(
         "--dask",
         metavar="ADDRESS",
@@ -469,8 +479,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     d = sub.add_parser("demo", help="compile and run a built-in model, compare with onnxruntime")
     d.add_argument("--seed", type=int, default=0)
-    d.add_argument("--trials", type=int, default=32, help="tuning measurements (0: default schedules only)")
-    d.add_argument("--db", help="keep the tuning records in this database (default: a temporary one)")
+    d.add_argument(
+        "--trials", type=int, default=32, help="tuning measurements (0: default schedules only)"
+    )
+    d.add_argument(
+        "--db", help="keep the tuning records in this database (default: a temporary one)"
+    )
     d.set_defaults(fn=cmd_demo)
     return p
 
@@ -486,23 +500,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     warnings.showwarning = _show_warning
     args = build_parser().parse_args(argv)
     from compiler.errors import ZigguratError
+    from compiler.frontend.errors import FrontendError
 
-    try:
-        from compiler.frontend.errors import FrontendError
-    except ImportError:  # pragma: no cover
-        FrontendError = ZigguratError  # type: ignore[misc,assignment]
     try:
         return args.fn(args)
     except (ZigguratError, FrontendError, UsageError) as e:
         print(f"ziggurat: error: {e}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:  # tuning records are already on disk: say so, no traceback
-        print("ziggurat: interrupted (every measurement made so far is in the database)", file=sys.stderr)
+        print(
+            "ziggurat: interrupted (every measurement made so far is in the database)",
+            file=sys.stderr,
+        )
         return 130
     except Exception as e:  # an internal error: one line, the traceback only on request
         if os.environ.get("ZIGGURAT_TRACEBACK"):
             raise
-        print(f"ziggurat: internal error: {type(e).__name__}: {e} (set ZIGGURAT_TRACEBACK=1 for details)", file=sys.stderr)
+        print(
+            f"ziggurat: internal error: {type(e).__name__}: {e} (set ZIGGURAT_TRACEBACK=1 for details)",
+            file=sys.stderr,
+        )
         return 2
 
 

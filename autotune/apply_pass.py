@@ -1,0 +1,206 @@
+"""`autotune{db=PATH trials=N tuner=xgb seed=S}`: give every kernel its best measured schedule.
+
+Runs at the buffer level, after `outline-kernels`: each kernel function is a task (its workload
+key is computed from its canonical IR, autotune/task.py). With `trials > 0` the tasks that the
+database does not know yet are tuned first (autotune/tuner.py, measurements appended to the
+database as they are made); then every kernel whose task has a successful record gets that
+record's configuration, replayed as schedule passes on that function. Kernels without a record
+keep no schedule and `default-schedule` gives them the analytic one.
+
+The pass lives with the tuner (as AutoTVM's ApplyHistoryBest does): the compiler below knows
+nothing of databases. It runs as one of the `schedules` passes that the model API applies at the
+buffer level (`compile_model(..., schedules=[AutotunePass(db=...)])`) and says what it did in the
+module attribute `ziggurat.autotune` (read back with `autotune_stats`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from xdsl.context import Context
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, IntAttr, ModuleOp, StringAttr
+from xdsl.ir import Attribute
+from xdsl.passes import ModulePass
+from xdsl.utils.exceptions import DiagnosticException
+
+from autotune.database import Database, record_cost
+from autotune.space import SearchSpace
+from autotune.task import extract_tasks, generics_of, task_from_function
+from autotune.tune_model import tune_tasks
+from compiler.pass_runner import run_passes
+from dialects.attributes import AUTOTUNE_STATS_ATTR
+from dialects.sched import SCHEDULE_ATTR_NAME, ScheduleAttr
+from passes.analysis.kernel_access import analyze_kernel
+from passes.schedule.default import parallel_schedule
+from passes.schedule.options import check_option, option_error
+from passes.schedule.target import MAX_THREADS
+
+STATS_ATTR = AUTOTUNE_STATS_ATTR
+"""Module attribute where the pass records what it did: {kernels, tuned, fallback}."""
+
+
+@dataclass
+class AutotuneStats:
+    """What an application did (the CLI says how many kernels fell back to the default)."""
+
+    kernels: int = 0
+    tuned: int = 0
+    fallback: list[str] = field(default_factory=list)
+
+    def to_attr(self) -> DictionaryAttr:
+        return DictionaryAttr(
+            {
+                "kernels": IntAttr(self.kernels),
+                "tuned": IntAttr(self.tuned),
+                "fallback": ArrayAttr([StringAttr(n) for n in self.fallback]),
+            }
+        )
+
+
+def autotune_stats(attributes: dict[str, Attribute]) -> AutotuneStats | None:
+    """The stats an `autotune` pass left in a module's attributes (None if it did not run)."""
+    attr = attributes.get(STATS_ATTR)
+    if not isinstance(attr, DictionaryAttr):
+        return None
+    kernels, tuned, fallback = (attr.data.get(k) for k in ("kernels", "tuned", "fallback"))
+    return AutotuneStats(
+        kernels.data if isinstance(kernels, IntAttr) else 0,
+        tuned.data if isinstance(tuned, IntAttr) else 0,
+        [a.data for a in fallback.data if isinstance(a, StringAttr)]
+        if isinstance(fallback, ArrayAttr)
+        else [],
+    )
+
+
+PARALLEL_FALLBACK_SLACK = 1.15
+"""Applying one-thread records on several threads: a record up to this much slower (one thread)
+than the best is preferred when the best's loop order leaves no outer loop to parallelize."""
+TUNERS = ("xgb", "random")
+MAX_TRIALS = 1_000_000
+"""Measurements per task: at 10 ms or more each, a million already take hours per kernel."""
+
+
+def apply_database(module: ModuleOp, db_path: str, ctx: Context, threads: int = 1) -> AutotuneStats:
+    """Schedule every kernel of `module` from the best record of its task in the database.
+
+    With `threads` > 1, a record tuned for that many threads wins; else a one-thread record is
+    applied and its outer loops are parallelized by the default heuristic (parallel_schedule).
+    """
+    db = Database(db_path)
+    stats = AutotuneStats()
+    kernels = [
+        f
+        for f in module.body.block.ops
+        if isinstance(f, func.FuncOp) and f.sym_name.data != "main" and f.body.blocks
+    ]
+    for fn in kernels:
+        if not generics_of(fn):
+            continue
+        stats.kernels += 1
+        task = task_from_function(fn)
+        anchor = generics_of(fn)[task.anchor]
+        info = analyze_kernel(anchor)
+        space = SearchSpace(info, threads=threads)
+        best = next(  # the fastest record that is a config of this space (not a hand-edited one)
+            (
+                r
+                for r in db.ranked(task.workload_key, space.space_hash(), threads)
+                if space.contains(r["config"])
+            ),
+            None,
+        )
+        parallelized = None
+        if best is None and threads > 1:  # no record for this thread count: a one-thread record,
+            space = SearchSpace(info)  # the fastest one the default heuristic can parallelize
+            ranked = [
+                r
+                for r in db.ranked(task.workload_key, space.space_hash(), threads=1)
+                if space.contains(r["config"])
+            ]
+            for r in ranked:
+                if record_cost(r) > PARALLEL_FALLBACK_SLACK * record_cost(ranked[0]):
+                    best = ranked[0]  # none close to the best parallelizes: keep the best
+                    break
+                s = parallel_schedule(space.to_schedule(r["config"]), info, threads)
+                if s.parallel:
+                    best, parallelized = r, s
+                    break
+            else:
+                best = ranked[0] if ranked else None
+        if best is None or not space.contains(best["config"]):
+            stats.fallback.append(task.name)
+            continue
+        run_passes(
+            ctx, module, space.to_passes(best["config"], task.anchor, kernel=fn.sym_name.data)
+        )
+        if parallelized is not None:
+            anchor.attributes[SCHEDULE_ATTR_NAME] = ScheduleAttr.from_schedule(parallelized)
+        stats.tuned += 1
+    return stats
+
+
+def tuned_schedules(db: str | None, threads: int = 1) -> list[ModulePass]:
+    """The `schedules` argument of compiler.model.compile_model that applies a tuning database
+    (none without one): `compile_model(path, schedules=tuned_schedules("tune.jsonl"))`."""
+    return [AutotunePass(db=db, threads=threads)] if db else []
+
+
+@dataclass(frozen=True)
+class AutotunePass(ModulePass):
+    name = "autotune"
+
+    db: str = ""
+    trials: int = 0
+    """New measurements per task missing from the database (0: only apply what is known)."""
+    tuner: str = "xgb"
+    seed: int = 0
+    target: str = "cpu"
+    threads: int = 1
+    """Threads the kernels will run on (records tuned for that many are preferred)."""
+
+    def check_options(self) -> None:
+        """Reject out-of-range options before touching the database or the kernels."""
+        check_option(
+            self.name, "trials", self.trials, 0, MAX_TRIALS, " (0: only apply the database)"
+        )
+        check_option(self.name, "threads", self.threads, 1, MAX_THREADS)
+        if self.seed < 0:
+            raise option_error(
+                self.name, "seed", self.seed, "0 or more (numpy takes no negative seed)"
+            )
+        if self.tuner not in TUNERS:
+            raise DiagnosticException(
+                f"{self.name}: option 'tuner': unknown tuner '{self.tuner}' (available: {', '.join(TUNERS)})"
+            )
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if not self.db:
+            raise DiagnosticException(
+                'autotune: give the database path, e.g. autotune{db="tune.jsonl"}'
+            )
+        if self.target != "cpu":
+            raise DiagnosticException(f"autotune: unknown target '{self.target}' (available: cpu)")
+        self.check_options()
+        path = Path(self.db)
+        if path.is_dir():
+            raise DiagnosticException(
+                f"autotune: database {self.db} is a directory, not a JSON-lines file"
+            )
+        if self.trials <= 0 and not path.exists():  # nothing to apply: most likely a mistyped path
+            raise DiagnosticException(
+                f"autotune: database not found: {self.db} (record one with `ziggurat tune MODEL --trials N --db {self.db}`)"
+            )
+        if self.trials > 0:
+            tune_tasks(
+                extract_tasks(op),
+                self.db,
+                self.trials,
+                tuner=self.tuner,
+                seed=self.seed,
+                only_missing=True,
+                threads=self.threads,
+            )
+        stats = apply_database(op, self.db, ctx, self.threads)
+        op.attributes[STATS_ATTR] = stats.to_attr()

@@ -1,0 +1,85 @@
+"""Build and run tuning candidates: a builder, a runner and a checker behind small interfaces.
+
+A measurement is a function of (task, candidate passes, target) only. On the CPU (`measure`):
+- builder.py: the kernel IR is lowered with the candidate's schedule passes and compiled to an
+  object file, in a forked worker pool (`LocalBuilder`);
+- runner.py: the object is loaded into a runner process (numpy + llvmlite through the compiler's
+  JIT, compiler/backends/llvm_cpu/jit.py; no xDSL), called on fixed random 64-byte-aligned
+  inputs and timed (`LocalRunner`); the process is reused across candidates and restarted after
+  a crash, a timeout or a wrong result (a stray write may have corrupted it);
+- checker.py: the output of the first call is checked against the task's default-schedule
+  reference (`ReferenceChecker`).
+Failures are results (`error_kind`, one of ERROR_KINDS), never exceptions; when the reference
+itself cannot be built or run, no candidate of the task is run or counted as correct.
+
+interfaces.py holds the protocols (Builder, Runner, Checker), the records they pass, and how a
+GPU runner plugs in; local.py composes them (`measure_with`, `measure`).
+
+Importing this package imports no xDSL (the runner process imports it): the functions that need
+the compiler import it when called.
+"""
+
+from __future__ import annotations
+
+from autotune.measure.builder import LocalBuilder, build
+from autotune.measure.checker import (
+    DEFAULT_CHECKER,
+    REFERENCE_PASSES,
+    ReferenceChecker,
+    clear_references,
+    mismatch,
+)
+from autotune.measure.interfaces import (
+    ERROR_KINDS,
+    INPUT_SEED,
+    Builder,
+    BuildInput,
+    BuildResult,
+    Check,
+    Checker,
+    MeasureResult,
+    Reference,
+    RunInputs,
+    Runner,
+    RunResult,
+    RunSettings,
+    Signature,
+    random_inputs,
+)
+from autotune.measure.kernel import kernel_signature, private_args
+from autotune.measure.local import measure, measure_with
+from autotune.measure.runner import MIN_REPEAT_S, LocalRunner, default_runner
+from compiler.backends.llvm_cpu.jit import host_target
+
+__all__ = [
+    "DEFAULT_CHECKER",
+    "ERROR_KINDS",
+    "INPUT_SEED",
+    "MIN_REPEAT_S",
+    "REFERENCE_PASSES",
+    "BuildInput",
+    "BuildResult",
+    "Builder",
+    "Check",
+    "Checker",
+    "LocalBuilder",
+    "LocalRunner",
+    "MeasureResult",
+    "Reference",
+    "ReferenceChecker",
+    "RunInputs",
+    "RunResult",
+    "RunSettings",
+    "Runner",
+    "Signature",
+    "build",
+    "clear_references",
+    "default_runner",
+    "host_target",
+    "kernel_signature",
+    "measure",
+    "measure_with",
+    "mismatch",
+    "private_args",
+    "random_inputs",
+]

@@ -1,0 +1,110 @@
+"""Timing a compiled model against onnxruntime in the same run (`ziggurat bench`, `demo`, and
+the scripts under tests/bench/).
+
+The reference is not handicapped: onnxruntime runs with the same thread count, only with its
+spinning pool threads off, since spinning threads timed in turns with ours would steal the cores.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from xdsl.ir import Attribute
+from xdsl.passes import ModulePass
+
+from compiler import zoo
+from compiler.errors import ReferenceModelError
+from compiler.frontend.onnx import load_model
+from compiler.host import cpu_description
+from compiler.model import compile_model
+
+
+def ort_session(model_bytes: bytes, threads: int) -> ort.InferenceSession:
+    """An onnxruntime CPU session on `threads` intra-op threads, its pool spinning off."""
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = threads
+    opts.inter_op_num_threads = 1
+    # Its pool threads spin after each run by default; timed in turns with ziggurat in one
+    # process they would steal the cores from ziggurat's thread pool (1.79x -> 1.06x measured).
+    opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    opts.add_session_config_entry("session.inter_op.allow_spinning", "0")
+    try:
+        return ort.InferenceSession(model_bytes, opts, providers=["CPUExecutionProvider"])
+    except Exception as e:  # the reference cannot load this model: say so, not a traceback
+        first = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise ReferenceModelError(
+            f"onnxruntime (the reference) cannot load the model: {first}"
+        ) from None
+
+
+def time_interleaved(
+    fns: dict[str, Callable[[], object]], min_seconds: float = 1.0, min_rounds: int = 5
+) -> dict[str, float]:
+    """Best-of latency in seconds of each callable, timed in alternating rounds so that machine
+    noise (a shared 2-core box) hits every engine alike; each is warmed up once first."""
+    for fn in fns.values():
+        fn()
+    best = dict.fromkeys(fns, float("inf"))
+    rounds, start = 0, time.perf_counter()
+    while rounds < min_rounds or time.perf_counter() - start < min_seconds * len(fns):
+        for name, fn in fns.items():
+            t = time.perf_counter()
+            fn()
+            best[name] = min(best[name], time.perf_counter() - t)
+        rounds += 1
+    return best
+
+
+def bench_model(
+    model: str | Path | onnx.ModelProto,
+    threads: int = 1,
+    seconds: float = 1.0,
+    optimize: bool = True,
+    compare_unoptimized: bool = False,
+    schedules: Sequence[str | ModulePass] = (),
+    notes: dict[str, Attribute] | None = None,
+) -> dict[str, Any]:
+    """Compile, check and time a model against onnxruntime in the same run (and, with
+    `compare_unoptimized`, against itself without the graph-level passes). `schedules`: passes
+    applied to the kernels before the default schedules (see compiler.model.level_passes); `notes`
+    receives the compiled model's `ziggurat.*` module attributes."""
+    proto = load_model(model)  # the frontend's checks (external data rules) for a path too
+    t0 = time.perf_counter()
+    compiled = compile_model(proto, optimize=optimize, schedules=schedules, threads=threads)
+    compile_s = time.perf_counter() - t0
+    if notes is not None:
+        notes.update(compiled.notes)
+    feeds = zoo.random_inputs(proto)
+    sess = ort_session(proto.SerializeToString(), threads)
+    ref = dict(zip([o.name for o in sess.get_outputs()], sess.run(None, feeds), strict=True))
+    ours = compiled.run(feeds)
+    max_err = max(float(np.max(np.abs(ours[k] - ref[k]))) for k in ref)
+    engines: dict[str, Callable[[], object]] = {
+        "ziggurat": compiled.runner(feeds),
+        "onnxruntime": lambda: sess.run(None, feeds),
+    }
+    if compare_unoptimized:
+        plain = compile_model(proto, optimize=False, threads=threads)
+        engines["unoptimized"] = plain.runner(feeds)
+    t = time_interleaved(engines, seconds)
+    result: dict[str, Any] = {
+        "model": proto.graph.name,
+        "threads": threads,
+        "compile_s": round(compile_s, 3),
+        "compile_breakdown_s": {k: round(v, 3) for k, v in compiled.timings.items()},
+        "ziggurat_ms": round(t["ziggurat"] * 1e3, 3),
+        "onnxruntime_ms": round(t["onnxruntime"] * 1e3, 3),
+        "ratio": round(t["ziggurat"] / t["onnxruntime"], 3),
+        "max_abs_err": max_err,
+        "cpu": cpu_description(),
+    }
+    if compare_unoptimized:
+        result["ziggurat_unoptimized_ms"] = round(t["unoptimized"] * 1e3, 3)
+        result["graph_opt_speedup"] = round(t["unoptimized"] / t["ziggurat"], 3)
+    return result

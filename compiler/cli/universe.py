@@ -1,0 +1,29 @@
+"""Every dialect and pass of ziggurat, all layers merged: what `ziggurat-opt` registers, and the
+`xdsl.universe` entry point through which stock `xdsl-opt` sees them.
+
+The merge happens here, at the top layer, because the tuner's passes (autotune/registry.py) sit
+above the compiler's (compiler/registry.py), which may not name them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from xdsl.passes import ModulePass
+from xdsl.universe import Universe
+
+from autotune import registry as autotune_registry
+from compiler import registry
+
+PASSES: dict[str, str] = {**registry.PASSES, **autotune_registry.PASSES}
+"""Pass name -> `module:Class`, every layer."""
+
+
+def pass_factories() -> dict[str, Callable[[], type[ModulePass]]]:
+    return registry.pass_factories(PASSES)
+
+
+UNIVERSE = Universe(
+    all_dialects=registry.dialect_factories(),
+    all_passes={registry.UNIVERSE_ALIASES.get(n, n): f for n, f in pass_factories().items()},
+)
