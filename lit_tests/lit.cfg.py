@@ -36,7 +36,7 @@ def _tool(name: str) -> str | None:
 _WORD = r"(?<![\w/.-]){}(?![\w.-])"
 _opt = _tool("ziggurat-opt")
 config.substitutions.append(
-    (_WORD.format("ziggurat-opt"), _opt or f"{sys.executable} -m compiler.opt")
+    (_WORD.format("ziggurat-opt"), _opt or f"{sys.executable} -m compiler.cli.opt")
 )
 config.substitutions.append((_WORD.format("filecheck"), _tool("filecheck") or "filecheck"))
 

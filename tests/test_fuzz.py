@@ -30,19 +30,31 @@ from hypothesis import strategies as st
 from onnx import AttributeProto, TensorProto, helper, numpy_helper
 
 F = TensorProto.FLOAT
-FUZZ = settings(derandomize=True, database=None, deadline=None, print_blob=False,
-                suppress_health_check=list(HealthCheck))
+FUZZ = settings(
+    derandomize=True,
+    database=None,
+    deadline=None,
+    print_blob=False,
+    suppress_health_check=list(HealthCheck),
+)
 
 
 # ----------------------------------------------------------------------------- seed models
 
 
-def _model(nodes: list[onnx.NodeProto], inputs: dict[str, list[int]],
-            inits: dict[str, np.ndarray], outputs: tuple[str, ...] = ("y",)) -> onnx.ModelProto:
+def _model(
+    nodes: list[onnx.NodeProto],
+    inputs: dict[str, list[int]],
+    inits: dict[str, np.ndarray],
+    outputs: tuple[str, ...] = ("y",),
+) -> onnx.ModelProto:
     graph = helper.make_graph(
-        nodes, "seed", [helper.make_tensor_value_info(n, F, s) for n, s in inputs.items()],
+        nodes,
+        "seed",
+        [helper.make_tensor_value_info(n, F, s) for n, s in inputs.items()],
         [helper.make_tensor_value_info(n, F, None) for n in outputs],
-        [numpy_helper.from_array(np.asarray(v), k) for k, v in inits.items()])
+        [numpy_helper.from_array(np.asarray(v), k) for k, v in inits.items()],
+    )
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
 
 
@@ -53,25 +65,44 @@ def _w(*shape: int) -> np.ndarray:
 def _seeds() -> dict[str, onnx.ModelProto]:
     mk = helper.make_node
     return {
-        "relu_add": _model([mk("Relu", ["x"], ["r"], name="relu"),
-                            mk("Add", ["r", "b"], ["y"], name="add")],
-                           {"x": [2, 3]}, {"b": _w(3)}),
-        "matmul": _model([mk("MatMul", ["x", "w"], ["y"], name="mm")], {"x": [2, 4]},
-                         {"w": _w(4, 3)}),
-        "conv": _model([mk("Conv", ["x", "w", "b"], ["c"], name="conv", pads=[1, 1, 1, 1],
-                           strides=[1, 1]),
-                        mk("Relu", ["c"], ["y"], name="relu")],
-                       {"x": [1, 2, 5, 5]}, {"w": _w(3, 2, 3, 3), "b": _w(3)}),
-        "reshape": _model([mk("Reshape", ["x", "s"], ["r"], name="reshape"),
-                           mk("Softmax", ["r"], ["y"], name="softmax", axis=-1)],
-                          {"x": [2, 6]}, {"s": np.array([3, 4], np.int64)}),
-        "gemm": _model([mk("Gemm", ["x", "w", "c"], ["y"], name="gemm", transB=1, alpha=0.5)],
-                       {"x": [2, 4]}, {"w": _w(3, 4), "c": _w(3)}),
-        "pool": _model([mk("MaxPool", ["x"], ["p"], name="pool", kernel_shape=[2, 2],
-                           strides=[2, 2]),
-                        mk("Flatten", ["p"], ["f"], name="flat"),
-                        mk("Gemm", ["f", "w"], ["y"], name="fc", transB=1)],
-                       {"x": [1, 2, 4, 4]}, {"w": _w(3, 8)}),
+        "relu_add": _model(
+            [mk("Relu", ["x"], ["r"], name="relu"), mk("Add", ["r", "b"], ["y"], name="add")],
+            {"x": [2, 3]},
+            {"b": _w(3)},
+        ),
+        "matmul": _model(
+            [mk("MatMul", ["x", "w"], ["y"], name="mm")], {"x": [2, 4]}, {"w": _w(4, 3)}
+        ),
+        "conv": _model(
+            [
+                mk("Conv", ["x", "w", "b"], ["c"], name="conv", pads=[1, 1, 1, 1], strides=[1, 1]),
+                mk("Relu", ["c"], ["y"], name="relu"),
+            ],
+            {"x": [1, 2, 5, 5]},
+            {"w": _w(3, 2, 3, 3), "b": _w(3)},
+        ),
+        "reshape": _model(
+            [
+                mk("Reshape", ["x", "s"], ["r"], name="reshape"),
+                mk("Softmax", ["r"], ["y"], name="softmax", axis=-1),
+            ],
+            {"x": [2, 6]},
+            {"s": np.array([3, 4], np.int64)},
+        ),
+        "gemm": _model(
+            [mk("Gemm", ["x", "w", "c"], ["y"], name="gemm", transB=1, alpha=0.5)],
+            {"x": [2, 4]},
+            {"w": _w(3, 4), "c": _w(3)},
+        ),
+        "pool": _model(
+            [
+                mk("MaxPool", ["x"], ["p"], name="pool", kernel_shape=[2, 2], strides=[2, 2]),
+                mk("Flatten", ["p"], ["f"], name="flat"),
+                mk("Gemm", ["f", "w"], ["y"], name="fc", transB=1),
+            ],
+            {"x": [1, 2, 4, 4]},
+            {"w": _w(3, 8)},
+        ),
     }
 
 
@@ -81,14 +112,42 @@ SEEDS = _seeds()
 # ----------------------------------------------------------------------------- ONNX mutations
 
 DIMS = [0, 1, 2, 3, 4, 5, 8, -1, 2**31, 2**40]
-ELEM_TYPES = [F, TensorProto.DOUBLE, TensorProto.FLOAT16, TensorProto.INT64, TensorProto.INT32,
-              TensorProto.INT8, TensorProto.BOOL, TensorProto.STRING, TensorProto.UNDEFINED, 99]
-ATTR_NAMES = ["strides", "pads", "dilations", "kernel_shape", "group", "axis", "alpha", "beta",
-              "transA", "transB", "allowzero", "auto_pad", "ceil_mode", "perm", "junk"]
+ELEM_TYPES = [
+    F,
+    TensorProto.DOUBLE,
+    TensorProto.FLOAT16,
+    TensorProto.INT64,
+    TensorProto.INT32,
+    TensorProto.INT8,
+    TensorProto.BOOL,
+    TensorProto.STRING,
+    TensorProto.UNDEFINED,
+    99,
+]
+ATTR_NAMES = [
+    "strides",
+    "pads",
+    "dilations",
+    "kernel_shape",
+    "group",
+    "axis",
+    "alpha",
+    "beta",
+    "transA",
+    "transB",
+    "allowzero",
+    "auto_pad",
+    "ceil_mode",
+    "perm",
+    "junk",
+]
 
 ints = st.integers(-3, 6) | st.sampled_from([2**31, 2**40, -(2**63), 2**63 - 1])
 attr_values = st.one_of(
-    ints, st.floats(width=32), st.text(max_size=4), st.lists(ints, max_size=5),
+    ints,
+    st.floats(width=32),
+    st.text(max_size=4),
+    st.lists(ints, max_size=5),
     st.lists(st.floats(width=32), min_size=1, max_size=3),
     st.builds(lambda v: numpy_helper.from_array(np.array(v)), ints),
 )
@@ -102,8 +161,11 @@ def _attr(name: str, value: object) -> AttributeProto:
 
 def _names(m: onnx.ModelProto) -> list[str]:
     g = m.graph
-    return [i.name for i in g.input] + [t.name for t in g.initializer] + [
-        o for n in g.node for o in n.output]
+    return (
+        [i.name for i in g.input]
+        + [t.name for t in g.initializer]
+        + [o for n in g.node for o in n.output]
+    )
 
 
 def mutate_dim(data: st.DataObject, m: onnx.ModelProto) -> None:
@@ -150,8 +212,9 @@ def mutate_attribute_value(data: st.DataObject, m: onnx.ModelProto) -> None:
     elif a.type == AttributeProto.FLOAT:
         a.f = data.draw(st.sampled_from([0.0, -1.0, 0.25, 2.0, 1e30, float("nan")]))
     elif a.type == AttributeProto.INTS:
-        a.ints[:] = data.draw(st.lists(small, min_size=max(0, len(a.ints) - 1),
-                                       max_size=len(a.ints) + 1))
+        a.ints[:] = data.draw(
+            st.lists(small, min_size=max(0, len(a.ints) - 1), max_size=len(a.ints) + 1)
+        )
 
 
 def mutate_batch(data: st.DataObject, m: onnx.ModelProto) -> None:
@@ -208,8 +271,9 @@ def mutate_raw_data(data: st.DataObject, m: onnx.ModelProto) -> None:
 
 def mutate_graph(data: st.DataObject, m: onnx.ModelProto) -> None:
     g = m.graph
-    how = data.draw(st.sampled_from(["opset", "drop_node", "reverse", "drop_output",
-                                     "drop_input", "non_ascii"]))
+    how = data.draw(
+        st.sampled_from(["opset", "drop_node", "reverse", "drop_output", "drop_input", "non_ascii"])
+    )
     if how == "opset":
         m.opset_import[0].version = data.draw(st.sampled_from([1, 9, 11, 13, 18, 21, 99]))
     elif how == "drop_node" and len(g.node) > 1:
@@ -236,8 +300,15 @@ def mutate_graph(data: st.DataObject, m: onnx.ModelProto) -> None:
 
 
 MUTATIONS: list[Callable[[st.DataObject, onnx.ModelProto], None]] = [
-    mutate_dim, mutate_attribute, mutate_attribute_value, mutate_batch, mutate_inputs,
-    mutate_outputs, mutate_elem_type, mutate_raw_data, mutate_graph,
+    mutate_dim,
+    mutate_attribute,
+    mutate_attribute_value,
+    mutate_batch,
+    mutate_inputs,
+    mutate_outputs,
+    mutate_elem_type,
+    mutate_raw_data,
+    mutate_graph,
 ]
 
 
@@ -257,8 +328,12 @@ def _feeds(m: onnx.ModelProto) -> dict[str, np.ndarray]:
     for i in m.graph.input:
         tt = i.type.tensor_type
         dims = [d.dim_value if d.HasField("dim_value") else -1 for d in tt.shape.dim]
-        if i.name in inits or tt.elem_type != F or not all(0 < d for d in dims) or \
-                math.prod(dims) > 4096:
+        if (
+            i.name in inits
+            or tt.elem_type != F
+            or not all(0 < d for d in dims)
+            or math.prod(dims) > 4096
+        ):
             continue
         feeds[i.name] = rng.standard_normal(dims).astype(np.float32)
     return feeds
@@ -280,7 +355,7 @@ def _onnxruntime(raw: bytes, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarr
 
 
 def _cli(argv: list[str]) -> tuple[int, str, str]:
-    from compiler.cli import main
+    from compiler.cli.main import main
 
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
@@ -313,8 +388,9 @@ def check_onnx(raw: bytes, feeds: dict[str, np.ndarray], workdir: Path) -> None:
         for name, want in ref.items():
             got = ours[name]
             assert got.shape == want.shape, (name, got.shape, want.shape)
-            np.testing.assert_allclose(got, want.astype(np.float32), rtol=1e-4, atol=1e-4,
-                                       equal_nan=True, err_msg=name)
+            np.testing.assert_allclose(
+                got, want.astype(np.float32), rtol=1e-4, atol=1e-4, equal_nan=True, err_msg=name
+            )
 
 
 @pytest.mark.parametrize("name", sorted(SEEDS))
@@ -359,15 +435,47 @@ def _mlir_seeds() -> dict[str, tuple[str, str]]:
     return {
         "arith": (ARITH, "canonicalize,cse"),
         "graph-conv": (str(import_onnx(SEEDS["conv"])), "cpu-default"),
-        "graph-gemm": (str(import_onnx(SEEDS["gemm"])), "simplify,fuse-ops,convert-graph-to-linalg"),
+        "graph-gemm": (
+            str(import_onnx(SEEDS["gemm"])),
+            "simplify,fuse-ops,convert-graph-to-linalg",
+        ),
         "graph-reshape": (str(import_onnx(SEEDS["reshape"])), "convert-graph-to-linalg,bufferize"),
     }
 
 
 MLIR_SEEDS = _mlir_seeds()
-TOKENS = ["%x", "%0", "0", "-1", "4294967296", "99999999999999999999", "f32", "i64", "index",
-          "tensor<2x3xf32>", "tensor<?xf32>", "memref<4xf32>", "x", "<", ">", "(", ")", "{", "}",
-          ":", ",", "=", '"', "@main", "->", "^bb0", "é", "dense<1.0>", "graph.relu", ""]
+TOKENS = [
+    "%x",
+    "%0",
+    "0",
+    "-1",
+    "4294967296",
+    "99999999999999999999",
+    "f32",
+    "i64",
+    "index",
+    "tensor<2x3xf32>",
+    "tensor<?xf32>",
+    "memref<4xf32>",
+    "x",
+    "<",
+    ">",
+    "(",
+    ")",
+    "{",
+    "}",
+    ":",
+    ",",
+    "=",
+    '"',
+    "@main",
+    "->",
+    "^bb0",
+    "é",
+    "dense<1.0>",
+    "graph.relu",
+    "",
+]
 
 
 # a whole number: not part of a name (%a1, @f2, i32, f32) or a fraction, but a dimension (2x4)
@@ -382,14 +490,14 @@ def _mutate_mlir(data: st.DataObject, text: str) -> str:
         # a dimension, attribute value or constant: the text still parses, the IR changes
         m = data.draw(st.sampled_from(numbers))
         new = data.draw(st.sampled_from(["0", "1", "2", "3", "7", "4294967296", "1099511627776"]))
-        return text[: m.start()] + new + text[m.end():]
+        return text[: m.start()] + new + text[m.end() :]
     if how == "truncate":
         return text[: data.draw(st.integers(0, len(text) - 1))]
     if how == "flip":
         b = bytearray(text.encode())
         for _ in range(data.draw(st.integers(1, 3))):
             i = data.draw(st.integers(0, len(b) - 1))
-            b[i] = data.draw(st.sampled_from(b"%<>(){}:,=\"@x0123456789-. \n\xc3\xff"))
+            b[i] = data.draw(st.sampled_from(b'%<>(){}:,="@x0123456789-. \n\xc3\xff'))
         return b.decode(errors="replace")
     tokens = text.split(" ")
     i = data.draw(st.integers(0, len(tokens) - 1))
@@ -405,7 +513,7 @@ def _mutate_mlir(data: st.DataObject, text: str) -> str:
 
 def check_opt(text: str, pipeline: str, workdir: Path) -> None:
     """`ziggurat-opt` on the text: success, or a clean error (exit 1, no internal error)."""
-    from compiler.opt import main
+    from compiler.cli.opt import main
 
     path = workdir / "in.mlir"
     path.write_text(text)
@@ -452,16 +560,17 @@ def test_unclosed_string_literal_is_not_exponential(workdir: Path) -> None:
 
 
 def test_dense_literal_with_unclosed_paren(workdir: Path) -> None:
-    check_opt('"test.op"() {v = dense<[(1.0, 2.0]> : tensor<1xf32>} : () -> ()\n', "cse",
-              workdir)
+    check_opt('"test.op"() {v = dense<[(1.0, 2.0]> : tensor<1xf32>} : () -> ()\n', "cse", workdir)
 
 
 def test_integer_width_over_the_mlir_limit_is_an_error(workdir: Path) -> None:
-    from compiler.opt import main
+    from compiler.cli.opt import main
 
     path = workdir / "wide.mlir"
-    path.write_text("func.func @f() -> i16777216 {\n  %a = arith.constant 1 : i16777216\n"
-                    "  func.return %a : i16777216\n}\n")
+    path.write_text(
+        "func.func @f() -> i16777216 {\n  %a = arith.constant 1 : i16777216\n"
+        "  func.return %a : i16777216\n}\n"
+    )
     err = io.StringIO()
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
         rc = main([str(path)])
@@ -470,6 +579,7 @@ def test_integer_width_over_the_mlir_limit_is_an_error(workdir: Path) -> None:
 
 @pytest.mark.parametrize("alpha", [float("nan"), float("inf")])
 def test_leaky_relu_with_a_non_finite_alpha(alpha: float, workdir: Path) -> None:
-    m = _model([helper.make_node("LeakyRelu", ["x"], ["y"], name="lr", alpha=alpha)],
-               {"x": [4]}, {})
+    m = _model(
+        [helper.make_node("LeakyRelu", ["x"], ["y"], name="lr", alpha=alpha)], {"x": [4]}, {}
+    )
     check_onnx(m.SerializeToString(), {"x": np.array([-1, 0, 2, 3], np.float32)}, workdir)

@@ -21,7 +21,8 @@ from compiler import zoo
 REPO = Path(__file__).resolve().parents[1]
 MLIR_OPT = Path("/usr/bin/mlir-opt-22")
 pytestmark = pytest.mark.skipif(
-    not MLIR_OPT.is_file(), reason="/usr/bin/mlir-opt-22 not installed (apt-get install mlir-22-tools; CI has it)"
+    not MLIR_OPT.is_file(),
+    reason="/usr/bin/mlir-opt-22 not installed (apt-get install mlir-22-tools; CI has it)",
 )
 
 MODELS = {
@@ -57,22 +58,34 @@ def test_mlir_opt_accepts_level(model_path: Path, level: str, tmp_path: Path) ->
     mlir = tmp_path / f"{level}.mlir"
     r = subprocess.run(
         [*ziggurat_cmd(), "compile", str(model_path), "--emit", level, "-o", str(mlir)],
-        capture_output=True, text=True, cwd=REPO, timeout=300,
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=300,
     )
     assert r.returncode == 0, r.stderr
     try:
         # Parse + verify, and print back in generic form so op names can be read without guessing
         # at custom syntax. Elided constants keep the ResNet-18 printout small.
         r = subprocess.run(
-            [str(MLIR_OPT), str(mlir), "--mlir-print-op-generic", "--mlir-elide-elementsattrs-if-larger=16"],
-            capture_output=True, text=True, timeout=300,
+            [
+                str(MLIR_OPT),
+                str(mlir),
+                "--mlir-print-op-generic",
+                "--mlir-elide-elementsattrs-if-larger=16",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=300,
         )
     finally:
         mlir.unlink()
     assert r.returncode == 0, f"mlir-opt-22 rejected the {level} level:\n{r.stderr[:4000]}"
     dialects = set(OP_NAME.findall(r.stdout))
     assert REQUIRED[level] in dialects
-    assert dialects <= ALLOWED[level], f"unexpected dialects at {level}: {sorted(dialects - ALLOWED[level])}"
+    assert dialects <= ALLOWED[level], (
+        f"unexpected dialects at {level}: {sorted(dialects - ALLOWED[level])}"
+    )
 
 
 @pytest.mark.parametrize("level", ["loops", "llvm-dialect"])
@@ -83,12 +96,24 @@ def test_mlir_opt_accepts_parallel_loops(level: str, tmp_path: Path) -> None:
     mlir = tmp_path / f"{level}.mlir"
     r = subprocess.run(
         [*ziggurat_cmd(), "compile", str(path), "--emit", level, "--threads", "2", "-o", str(mlir)],
-        capture_output=True, text=True, cwd=REPO, timeout=300,
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=300,
     )
     assert r.returncode == 0, r.stderr
     text = mlir.read_text()
-    assert ('"scf.parallel"' in text) if level == "loops" else ("llvm.call @zrt_parallel_for" in text)
-    r = subprocess.run([str(MLIR_OPT), str(mlir), "--mlir-print-op-generic"], capture_output=True, text=True, timeout=300)
+    assert (
+        ('"scf.parallel"' in text) if level == "loops" else ("llvm.call @zrt_parallel_for" in text)
+    )
+    r = subprocess.run(
+        [str(MLIR_OPT), str(mlir), "--mlir-print-op-generic"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert r.returncode == 0, f"mlir-opt-22 rejected the {level} level:\n{r.stderr[:4000]}"
     dialects = set(OP_NAME.findall(r.stdout))
-    assert dialects <= ALLOWED[level], f"unexpected dialects at {level}: {sorted(dialects - ALLOWED[level])}"
+    assert dialects <= ALLOWED[level], (
+        f"unexpected dialects at {level}: {sorted(dialects - ALLOWED[level])}"
+    )

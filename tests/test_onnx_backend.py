@@ -2,7 +2,7 @@
 ziggurat's compiled machine code.
 
 Only the node tests of the supported operator families are collected; those listed in
-`onnx_backend.EXCLUDED` are skipped with the reason given there. Run one family with e.g.
+`EXCLUDED` of tests/support/onnx_backend.py are skipped with the reason given there. Run one family with e.g.
 `pytest tests/test_onnx_backend.py -k conv`.
 """
 
@@ -14,7 +14,8 @@ import unittest
 import warnings
 
 import onnx.backend.test
-from onnx_backend import EXCLUDED, FAMILIES, ZigguratBackend
+
+from tests.support.onnx_backend import EXCLUDED, FAMILIES, ZigguratBackend
 
 with warnings.catch_warnings():  # the loader's data generators warn about overflowing casts
     warnings.simplefilter("ignore", RuntimeWarning)
@@ -42,8 +43,11 @@ for _name, _case in backend_test.test_cases.items():
     # Only the node tests of the supported families on the CPU: drop everything else instead of
     # reporting ~3700 skips; re-label excluded tests with their reason instead of their regex.
     for _attr in [a for a in vars(_case) if a.startswith("test_")]:
-        if not _attr.endswith("_cpu") or not any(p.search(_attr) for p in _INCLUDED) or \
-                not _name.startswith("OnnxBackendNode"):
+        if (
+            not _attr.endswith("_cpu")
+            or not any(p.search(_attr) for p in _INCLUDED)
+            or not _name.startswith("OnnxBackendNode")
+        ):
             delattr(_case, _attr)
             continue
         if not os.environ.get("ZIGGURAT_NO_EXCLUDE"):

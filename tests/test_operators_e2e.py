@@ -54,21 +54,32 @@ _W = np.random.default_rng(SEED + 1)  # initializer weights
 
 CASES: dict[str, Case] = {
     # -- convolution, matrix products
-    "conv_s2_p1_bias": Case("Conv", dict(strides=[2, 2], pads=[1, 1, 1, 1]),
-                            [(1, 3, 13, 13), (4, 3, 3, 3), (4,)]),
-    "conv_group2_dil2": Case("Conv", dict(group=2, dilations=[2, 2]), [(2, 4, 9, 11), (6, 2, 3, 3)]),
-    "conv_depthwise_asym_pads": Case("Conv", dict(group=3, pads=[2, 1, 0, 2]),
-                                     [(1, 3, 11, 7), const(_W, 3, 1, 5, 3), const(_W, 3)]),
-    "conv_same_upper_s2": Case("Conv", dict(auto_pad="SAME_UPPER", strides=[2, 2]),
-                               [(1, 5, 13, 13), const(_W, 7, 5, 3, 3)]),
-    "conv_same_lower_s2x3": Case("Conv", dict(auto_pad="SAME_LOWER", strides=[2, 3]),
-                                 [(1, 2, 7, 13), (3, 2, 2, 4)]),
+    "conv_s2_p1_bias": Case(
+        "Conv", dict(strides=[2, 2], pads=[1, 1, 1, 1]), [(1, 3, 13, 13), (4, 3, 3, 3), (4,)]
+    ),
+    "conv_group2_dil2": Case(
+        "Conv", dict(group=2, dilations=[2, 2]), [(2, 4, 9, 11), (6, 2, 3, 3)]
+    ),
+    "conv_depthwise_asym_pads": Case(
+        "Conv",
+        dict(group=3, pads=[2, 1, 0, 2]),
+        [(1, 3, 11, 7), const(_W, 3, 1, 5, 3), const(_W, 3)],
+    ),
+    "conv_same_upper_s2": Case(
+        "Conv", dict(auto_pad="SAME_UPPER", strides=[2, 2]), [(1, 5, 13, 13), const(_W, 7, 5, 3, 3)]
+    ),
+    "conv_same_lower_s2x3": Case(
+        "Conv", dict(auto_pad="SAME_LOWER", strides=[2, 3]), [(1, 2, 7, 13), (3, 2, 2, 4)]
+    ),
     "conv_1x1_33ch": Case("Conv", {}, [(1, 33, 7, 7), const(_W, 13, 33, 1, 1), const(_W, 13)]),
     "gemm_bias_vec": Case("Gemm", {}, [(7, 13), (13, 5), (5,)]),
     "gemm_transA": Case("Gemm", dict(transA=1, alpha=0.5), [(13, 7), (13, 5)]),
     "gemm_transB_col_bias": Case("Gemm", dict(transB=1, beta=2.0), [(7, 13), (33, 13), (7, 1)]),
-    "gemm_transAB_scalar": Case("Gemm", dict(transA=1, transB=1, alpha=1.5, beta=0.5),
-                                [(13, 7), const(_W, 5, 13), f32(0.25)]),
+    "gemm_transAB_scalar": Case(
+        "Gemm",
+        dict(transA=1, transB=1, alpha=1.5, beta=0.5),
+        [(13, 7), const(_W, 5, 13), f32(0.25)],
+    ),
     "matmul_2d": Case("MatMul", {}, [(7, 13), (13, 33)]),
     "matmul_batch_bcast": Case("MatMul", {}, [(2, 1, 7, 5), (3, 5, 4)]),
     "matmul_1d_lhs": Case("MatMul", {}, [(13,), (2, 13, 7)]),
@@ -106,34 +117,56 @@ CASES: dict[str, Case] = {
     "log_softmax_axis1": Case("LogSoftmax", dict(axis=1), [(3, 33, 7)]),
     "log_softmax_last": Case("LogSoftmax", {}, [(7, 13)]),
     "layer_norm_last": Case("LayerNormalization", {}, [(3, 7, 13), (13,), (13,)]),
-    "layer_norm_axis1": Case("LayerNormalization", dict(axis=1, epsilon=1e-3),
-                             [(2, 7, 5), const(_W, 7, 5)]),
-    "layer_norm_neg2_outputs": Case("LayerNormalization", dict(axis=-2),
-                                    [(3, 7, 13), (7, 13), (7, 13)], n_out=3),
-    "batch_norm": Case("BatchNormalization", dict(epsilon=1e-3),
-                       [(2, 5, 7, 9), const(_W, 5), const(_W, 5), const(_W, 5),
-                        np.abs(const(_W, 5)) + 0.5]),
+    "layer_norm_axis1": Case(
+        "LayerNormalization", dict(axis=1, epsilon=1e-3), [(2, 7, 5), const(_W, 7, 5)]
+    ),
+    "layer_norm_neg2_outputs": Case(
+        "LayerNormalization", dict(axis=-2), [(3, 7, 13), (7, 13), (7, 13)], n_out=3
+    ),
+    "batch_norm": Case(
+        "BatchNormalization",
+        dict(epsilon=1e-3),
+        [(2, 5, 7, 9), const(_W, 5), const(_W, 5), const(_W, 5), np.abs(const(_W, 5)) + 0.5],
+    ),
     # -- pooling
-    "maxpool_k3_s2_p1_ceil": Case("MaxPool", dict(kernel_shape=[3, 3], strides=[2, 2],
-                                                  pads=[1, 1, 1, 1], ceil_mode=1), [(1, 3, 13, 13)]),
+    "maxpool_k3_s2_p1_ceil": Case(
+        "MaxPool",
+        dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1], ceil_mode=1),
+        [(1, 3, 13, 13)],
+    ),
     "maxpool_dil2": Case("MaxPool", dict(kernel_shape=[3, 3], dilations=[2, 2]), [(2, 3, 13, 11)]),
     "maxpool_rect_s12": Case("MaxPool", dict(kernel_shape=[2, 3], strides=[1, 2]), [(1, 4, 7, 13)]),
-    "maxpool_same_upper": Case("MaxPool", dict(kernel_shape=[3, 3], strides=[2, 2],
-                                               auto_pad="SAME_UPPER"), [(1, 2, 7, 7)]),
-    "maxpool_ceil_dil_pads": Case("MaxPool", dict(kernel_shape=[2, 2], strides=[3, 3],
-                                                  dilations=[2, 2], pads=[1, 0, 1, 1], ceil_mode=1),
-                                  [(1, 2, 13, 13)]),
-    "avgpool_pads_excl": Case("AveragePool", dict(kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
-                              [(1, 3, 7, 7)]),
-    "avgpool_pads_incl": Case("AveragePool", dict(kernel_shape=[3, 3], pads=[1, 2, 1, 0],
-                                                  count_include_pad=1), [(1, 3, 7, 9)]),
-    "avgpool_ceil_s2": Case("AveragePool", dict(kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1),
-                            [(2, 3, 13, 13)]),
-    "avgpool_ceil_pads_incl": Case("AveragePool", dict(kernel_shape=[3, 3], strides=[2, 2],
-                                                       pads=[1, 1, 1, 1], ceil_mode=1,
-                                                       count_include_pad=1), [(1, 2, 12, 13)]),
-    "avgpool_same_lower": Case("AveragePool", dict(kernel_shape=[2, 2], strides=[2, 2],
-                                                   auto_pad="SAME_LOWER"), [(1, 3, 7, 7)]),
+    "maxpool_same_upper": Case(
+        "MaxPool", dict(kernel_shape=[3, 3], strides=[2, 2], auto_pad="SAME_UPPER"), [(1, 2, 7, 7)]
+    ),
+    "maxpool_ceil_dil_pads": Case(
+        "MaxPool",
+        dict(kernel_shape=[2, 2], strides=[3, 3], dilations=[2, 2], pads=[1, 0, 1, 1], ceil_mode=1),
+        [(1, 2, 13, 13)],
+    ),
+    "avgpool_pads_excl": Case(
+        "AveragePool", dict(kernel_shape=[3, 3], pads=[1, 1, 1, 1]), [(1, 3, 7, 7)]
+    ),
+    "avgpool_pads_incl": Case(
+        "AveragePool",
+        dict(kernel_shape=[3, 3], pads=[1, 2, 1, 0], count_include_pad=1),
+        [(1, 3, 7, 9)],
+    ),
+    "avgpool_ceil_s2": Case(
+        "AveragePool", dict(kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1), [(2, 3, 13, 13)]
+    ),
+    "avgpool_ceil_pads_incl": Case(
+        "AveragePool",
+        dict(
+            kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1], ceil_mode=1, count_include_pad=1
+        ),
+        [(1, 2, 12, 13)],
+    ),
+    "avgpool_same_lower": Case(
+        "AveragePool",
+        dict(kernel_shape=[2, 2], strides=[2, 2], auto_pad="SAME_LOWER"),
+        [(1, 3, 7, 7)],
+    ),
     "global_avgpool": Case("GlobalAveragePool", {}, [(2, 5, 7, 9)]),
     "global_maxpool": Case("GlobalMaxPool", {}, [(2, 5, 13, 7)]),
     # -- data movement
@@ -151,10 +184,12 @@ CASES: dict[str, Case] = {
     "split_uneven_num_outputs": Case("Split", dict(axis=-1, num_outputs=3), [(2, 13)], n_out=3),
     "split_equal_default": Case("Split", {}, [(6, 5)], n_out=3, opset=13),
     "slice_neg_step": Case("Slice", {}, [(7, 13), i64(-1), i64(-(2**63)), i64(1), i64(-2)]),
-    "slice_neg_axes": Case("Slice", {}, [(3, 7, 13), i64(1, -3), i64(100, 11), i64(-2, -1),
-                                          i64(1, 3)]),
-    "slice_neg_step_mid": Case("Slice", {}, [(13, 5), i64(10, 4), i64(1, -6), i64(0, 1),
-                                              i64(-3, -1)]),
+    "slice_neg_axes": Case(
+        "Slice", {}, [(3, 7, 13), i64(1, -3), i64(100, 11), i64(-2, -1), i64(1, 3)]
+    ),
+    "slice_neg_step_mid": Case(
+        "Slice", {}, [(13, 5), i64(10, 4), i64(1, -6), i64(0, 1), i64(-3, -1)]
+    ),
     "slice_default_axes": Case("Slice", {}, [(7, 13), i64(2, -5), i64(-1, 13)]),
     "squeeze_neg": Case("Squeeze", {}, [(1, 7, 1, 3), i64(-2)]),
     "squeeze_all": Case("Squeeze", {}, [(1, 7, 1, 3)]),
@@ -171,8 +206,9 @@ CASES: dict[str, Case] = {
     "reduce_mean_all": Case("ReduceMean", {}, [(7, 13)]),
     "reduce_sum_axis0": Case("ReduceSum", {}, [(13, 7), i64(0)]),
     "reduce_sum_neg_nokeep": Case("ReduceSum", dict(keepdims=0), [(3, 7, 13), i64(-2)]),
-    "reduce_sum_opset11_attr": Case("ReduceSum", dict(axes=[1, 2], keepdims=0), [(2, 7, 5)],
-                                    opset=11),
+    "reduce_sum_opset11_attr": Case(
+        "ReduceSum", dict(axes=[1, 2], keepdims=0), [(2, 7, 5)], opset=11
+    ),
     "reduce_max_axis2": Case("ReduceMax", {}, [(3, 7, 13), i64(2)]),
     "reduce_max_neg_nokeep": Case("ReduceMax", dict(keepdims=0), [(3, 7, 13), i64(-3, -1)]),
     "reduce_max_all_nokeep": Case("ReduceMax", dict(keepdims=0), [(7, 13)]),
@@ -192,11 +228,12 @@ def _random_binary_cases(n: int) -> dict[str, Case]:
         rank = int(rng.integers(1, 5))
         full = [int(d) for d in rng.choice([1, 3, 7, 13, 33], rank)]
         a = [d if rng.random() < 0.7 else 1 for d in full]
-        b = [d if rng.random() < 0.7 else 1 for d in full][int(rng.integers(0, rank)):]
+        b = [d if rng.random() < 0.7 else 1 for d in full][int(rng.integers(0, rank)) :]
         if rng.random() < 0.5:
             a, b = b, a
         cases[f"{op.lower()}_{'x'.join(map(str, a)) or 's'}_{'x'.join(map(str, b)) or 's'}"] = Case(
-            op, {}, [tuple(a), tuple(b)], positive=op == "Div")
+            op, {}, [tuple(a), tuple(b)], positive=op == "Div"
+        )
     cases["add_scalar_const"] = Case("Add", {}, [(7, 13), scalar(0.5)])
     cases["mul_bcast_both"] = Case("Mul", {}, [(13, 1), (1, 33)])
     return cases
@@ -212,21 +249,36 @@ def _random_window_cases(n: int) -> dict[str, Case]:
         s = [int(v) for v in rng.integers(1, 4, 2)]
         d = [int(v) for v in rng.integers(1, 3, 2)]
         pads = [int(rng.integers(0, kk)) for kk in k + k]  # ONNX Runtime wants pad < kernel
-        if any((kk - 1) * dd + 1 > dim + p0 + p1
-               for kk, dd, dim, p0, p1 in zip(k, d, (h, w), pads[:2], pads[2:])):
+        if any(
+            (kk - 1) * dd + 1 > dim + p0 + p1
+            for kk, dd, dim, p0, p1 in zip(k, d, (h, w), pads[:2], pads[2:])
+        ):
             continue
         i = len(cases) // 3
         group = int(rng.choice([1, 2, 3]))
         cin, cout = group * int(rng.integers(1, 4)), group * int(rng.integers(1, 3))
-        cases[f"rand_conv{i}"] = Case("Conv", dict(strides=s, pads=pads, dilations=d, group=group),
-                                      [(1, cin, h, w), (cout, cin // group, *k), (cout,)])
+        cases[f"rand_conv{i}"] = Case(
+            "Conv",
+            dict(strides=s, pads=pads, dilations=d, group=group),
+            [(1, cin, h, w), (cout, cin // group, *k), (cout,)],
+        )
         ceil = int(rng.integers(0, 2))
-        cases[f"rand_maxpool{i}"] = Case("MaxPool", dict(kernel_shape=k, strides=s, pads=pads,
-                                                         dilations=d, ceil_mode=ceil),
-                                         [(1, 3, h, w)])
-        cases[f"rand_avgpool{i}"] = Case("AveragePool", dict(
-            kernel_shape=k, strides=s, pads=pads, ceil_mode=ceil,
-            count_include_pad=int(rng.integers(0, 2))), [(2, 2, h, w)])
+        cases[f"rand_maxpool{i}"] = Case(
+            "MaxPool",
+            dict(kernel_shape=k, strides=s, pads=pads, dilations=d, ceil_mode=ceil),
+            [(1, 3, h, w)],
+        )
+        cases[f"rand_avgpool{i}"] = Case(
+            "AveragePool",
+            dict(
+                kernel_shape=k,
+                strides=s,
+                pads=pads,
+                ceil_mode=ceil,
+                count_include_pad=int(rng.integers(0, 2)),
+            ),
+            [(2, 2, h, w)],
+        )
     return cases
 
 
@@ -251,9 +303,13 @@ def single_node_model(case: Case) -> tuple[onnx.ModelProto, dict[str, np.ndarray
         names.pop()
     outs = [f"out{i}" for i in range(case.n_out)]
     node = helper.make_node(case.op, names, outs, **case.attrs)
-    graph = helper.make_graph([node], case.op, inputs,
-                              [helper.make_tensor_value_info(o, TensorProto.FLOAT, None)
-                               for o in outs], inits)
+    graph = helper.make_graph(
+        [node],
+        case.op,
+        inputs,
+        [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in outs],
+        inits,
+    )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", case.opset)])
     model.ir_version = 8  # what onnxruntime accepts
     return model, feeds
@@ -262,8 +318,7 @@ def single_node_model(case: Case) -> tuple[onnx.ModelProto, dict[str, np.ndarray
 def reference(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = opts.inter_op_num_threads = 1
-    sess = ort.InferenceSession(model.SerializeToString(), opts,
-                                providers=["CPUExecutionProvider"])
+    sess = ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
     return sess.run(None, feeds)
 
 
@@ -292,15 +347,22 @@ def test_constant_shape_constant_of_shape() -> None:
     # Shape(x) -> ConstantOfShape(0.5) -> Add(x, .) -> Mul(., Constant): folded at import time
     nodes = [
         helper.make_node("Shape", ["x"], ["s"]),
-        helper.make_node("ConstantOfShape", ["s"], ["h"],
-                         value=helper.make_tensor("v", TensorProto.FLOAT, [1], [0.5])),
+        helper.make_node(
+            "ConstantOfShape",
+            ["s"],
+            ["h"],
+            value=helper.make_tensor("v", TensorProto.FLOAT, [1], [0.5]),
+        ),
         helper.make_node("Constant", [], ["k"], value=numpy_helper.from_array(f32(2.0, -3.0, 0.5))),
         helper.make_node("Add", ["x", "h"], ["t"]),
         helper.make_node("Mul", ["t", "k"], ["y"]),
     ]
-    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT,
-                                                                         [7, 3])],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    graph = helper.make_graph(
+        nodes,
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [7, 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+    )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
     model.ir_version = 8
     x = np.random.default_rng(SEED).uniform(-1, 1, (7, 3)).astype(np.float32)

@@ -46,7 +46,9 @@ class Case:
     reference: dict[str, np.ndarray]
 
 
-def onnxruntime_outputs(proto: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+def onnxruntime_outputs(
+    proto: onnx.ModelProto, feeds: dict[str, np.ndarray]
+) -> dict[str, np.ndarray]:
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = 1
     opts.inter_op_num_threads = 1
@@ -63,7 +65,9 @@ def case(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactor
     d = tmp_path_factory.mktemp(name)
     onnx.save(proto, d / "model.onnx")
     np.savez(d / "inputs.npz", **feeds)
-    return Case(name, proto, d / "model.onnx", d / "inputs.npz", feeds, onnxruntime_outputs(proto, feeds))
+    return Case(
+        name, proto, d / "model.onnx", d / "inputs.npz", feeds, onnxruntime_outputs(proto, feeds)
+    )
 
 
 @pytest.fixture(scope="module")
@@ -91,8 +95,19 @@ def test_reference_is_not_trivial(case: Case) -> None:
 def test_cli_run_matches_onnxruntime(case: Case, tmp_path: Path) -> None:
     out = tmp_path / "out.npz"
     r = subprocess.run(
-        [*ziggurat_cmd(), "run", str(case.model_path), "--inputs", str(case.inputs_path), "--output", str(out)],
-        capture_output=True, text=True, cwd=REPO, timeout=300,
+        [
+            *ziggurat_cmd(),
+            "run",
+            str(case.model_path),
+            "--inputs",
+            str(case.inputs_path),
+            "--output",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=300,
     )
     assert r.returncode == 0, r.stderr
     assert "Traceback" not in r.stderr
@@ -103,8 +118,12 @@ def test_cli_run_matches_onnxruntime(case: Case, tmp_path: Path) -> None:
 
 
 def test_python_api_matches_onnxruntime(case: Case, compiled: CompiledModel) -> None:
-    graph_inputs = {i.name for i in case.proto.graph.input} - {i.name for i in case.proto.graph.initializer}
-    assert compiled.input_names == [n for n in (i.name for i in case.proto.graph.input) if n in graph_inputs]
+    graph_inputs = {i.name for i in case.proto.graph.input} - {
+        i.name for i in case.proto.graph.initializer
+    }
+    assert compiled.input_names == [
+        n for n in (i.name for i in case.proto.graph.input) if n in graph_inputs
+    ]
     assert compiled.output_names == [o.name for o in case.proto.graph.output]
     assert_matches(compiled.run(case.feeds), case.reference)
 

@@ -18,8 +18,9 @@ import os
 import random
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import onnx
 import pytest
@@ -30,6 +31,9 @@ from autotune.measure import MeasureResult, host_target, measure
 from autotune.space import SearchSpace
 from autotune.task import Task, anchor_info, extract_tasks
 from autotune.tuner import tune_task
+
+if TYPE_CHECKING:
+    from distributed import Client
 
 distributed = pytest.importorskip(
     "distributed", reason="dask.distributed is not installed (pip install 'ziggurat[tune]')"
@@ -67,7 +71,7 @@ def candidates(task: Task) -> list[list[str]]:
 
 
 @pytest.fixture(scope="module")
-def client() -> Iterator[distributed.Client]:
+def client() -> Iterator[Client]:
     # a worker that dies fails its task at once (the default retries it on 3 more workers)
     with dask.config.set({"distributed.scheduler.allowed-failures": 0}):
         cluster = distributed.LocalCluster(
@@ -87,12 +91,12 @@ def client() -> Iterator[distributed.Client]:
         cluster.close()
 
 
-def worker_targets(client: distributed.Client) -> dict[str, dict[str, str]]:
+def worker_targets(client: Client) -> dict[str, dict[str, str]]:
     return client.run(host_target)
 
 
 def test_a_batch_is_measured_on_the_workers_like_locally(
-    client: distributed.Client, task: Task, candidates: list[list[str]]
+    client: Client, task: Task, candidates: list[list[str]]
 ) -> None:
     m = DaskMeasurer(client, measure_kwargs=FAST)
     assert m.n_workers == 2
@@ -110,9 +114,9 @@ def test_a_batch_is_measured_on_the_workers_like_locally(
 
     # each worker keeps its runner process (and reference) from one batch to the next
     def runner_pid():
-        from autotune import measure as measure_module
+        from autotune.measure import runner as runner_module
 
-        return measure_module._RUNNER.pid if measure_module._RUNNER is not None else None
+        return runner_module._RUNNER.pid if runner_module._RUNNER is not None else None
 
     pids = client.run(runner_pid)
     assert all(pids.values()), pids  # both workers measured a chunk
@@ -124,7 +128,7 @@ def test_a_batch_is_measured_on_the_workers_like_locally(
 
 
 def test_results_come_back_in_candidate_order_one_chunk_per_worker(
-    client: distributed.Client,
+    client: Client,
 ) -> None:
     def tag(task, cands, kwargs):  # runs on a worker: says which candidate, where
         from distributed import get_worker
@@ -142,9 +146,7 @@ def test_results_come_back_in_candidate_order_one_chunk_per_worker(
     assert all(r.ok for r in results)
 
 
-def test_tune_task_records_the_workers_target(
-    tmp_path: Path, client: distributed.Client, task: Task
-) -> None:
+def test_tune_task_records_the_workers_target(tmp_path: Path, client: Client, task: Task) -> None:
     info = anchor_info(task)
     path = tmp_path / "db.jsonl"
     m = DaskMeasurer(client, measure_kwargs=FAST)
@@ -174,14 +176,18 @@ def test_records_name_the_measurer_target_not_this_host(tmp_path: Path, task: Ta
         def __call__(self, task, cands):
             return here(task, cands)
 
-    for i, (fn, want) in enumerate([(Remote(), elsewhere), (here, db_host_target())]):
+    cases: list[tuple[Callable[..., Any], dict[str, str]]] = [
+        (Remote(), elsewhere),
+        (here, db_host_target()),
+    ]
+    for i, (fn, want) in enumerate(cases):
         path = tmp_path / f"{i}.jsonl"
         tune_task(task, info, Database(path), 3, tuner="random", measure_fn=fn, progress=None)
         assert [json.loads(s)["target"] for s in path.read_text().splitlines()] == [want] * 3
 
 
 def test_failures_are_results_and_tuning_goes_on(
-    client: distributed.Client, task: Task, candidates: list[list[str]]
+    client: Client, task: Task, candidates: list[list[str]]
 ) -> None:
     with DaskMeasurer(client, measure_kwargs=FAST) as m:
         # bad pass specs fail to compile on the worker: measure records it, the others measure
@@ -231,10 +237,8 @@ def test_without_dask_the_error_says_what_to_install(monkeypatch: pytest.MonkeyP
         DaskMeasurer("tcp://127.0.0.1:8786")
 
 
-def test_cli_tune_with_dask(
-    tmp_path: Path, client: distributed.Client, capsys: pytest.CaptureFixture
-) -> None:
-    from compiler.cli import main
+def test_cli_tune_with_dask(tmp_path: Path, client: Client, capsys: pytest.CaptureFixture) -> None:
+    from compiler.cli.main import main
 
     model = tmp_path / "mm.onnx"
     onnx.save(matmul_model(16), model)
@@ -262,7 +266,7 @@ def test_cli_tune_with_dask(
     assert all(r["target"] == host_target() for r in records)
 
 
-def test_a_worker_that_dies_fails_its_chunk_only(client: distributed.Client) -> None:
+def test_a_worker_that_dies_fails_its_chunk_only(client: Client) -> None:
     """Last: it costs a worker (the nanny starts a new one, which the next batch checks)."""
 
     def die_on_marker(task, cands, kwargs):
@@ -417,7 +421,7 @@ def test_an_unencrypted_scheduler_elsewhere_is_refused(
 def test_cli_refuses_insecure_setups_and_names_bad_tls_files(
     tmp_path: Path, pki: dict[str, str], no_connection: list[str], capsys: pytest.CaptureFixture
 ) -> None:
-    from compiler.cli import main
+    from compiler.cli.main import main
 
     model = tmp_path / "mm.onnx"
     onnx.save(matmul_model(16), model)
@@ -479,7 +483,7 @@ def test_cli_refuses_insecure_setups_and_names_bad_tls_files(
 def test_a_tls_cluster_admits_our_client_only(
     tmp_path: Path, pki: dict[str, str], capsys: pytest.CaptureFixture
 ) -> None:
-    from compiler.cli import main
+    from compiler.cli.main import main
 
     security = distributed.Security(
         tls_ca_file=pki["ca"],
@@ -554,7 +558,7 @@ def test_a_tls_cluster_admits_our_client_only(
 
 @pytest.mark.parametrize("channel", ["result", "type", "exception", "warn"])
 def test_a_malicious_worker_runs_no_code_in_the_tuner(
-    tmp_path: Path, client: distributed.Client, channel: str
+    tmp_path: Path, client: Client, channel: str
 ) -> None:
     """Four ways dask hands a worker's pickle to the client: the result, the result's type, the
     task's exception, a "warn" event. The worker below uses each to create a marker file here."""
@@ -626,7 +630,7 @@ def test_a_malicious_worker_runs_no_code_in_the_tuner(
         assert all(r.ok and r.costs == [1e-3] for r in results)
 
 
-def test_forged_results_fail_with_the_reason(client: distributed.Client) -> None:
+def test_forged_results_fail_with_the_reason(client: Client) -> None:
     def forge(task, cands, kwargs):  # the worker's measure function, lying
         from autotune.measure import MeasureResult
 
@@ -745,7 +749,8 @@ def test_failed_tasks_are_named_without_unpickling(tmp_path: Path) -> None:
     assert zdist.describe_pickled_exception(serialized) == (
         "ModuleNotFoundError: No module named 'no_such_module_here'"
     )
-    killed = pickle.dumps(KilledWorker("_remote_chunk-123", "tcp://127.0.0.1:1", 0))
+    # a worker's address where dask's stubs want a WorkerState: only the pickle matters here
+    killed = pickle.dumps(KilledWorker("_remote_chunk-123", "tcp://127.0.0.1:1", 0))  # type: ignore[arg-type]
     assert zdist.describe_pickled_exception(killed) == "KilledWorker: _remote_chunk-123"
     marker = tmp_path / "pwned"
 

@@ -23,7 +23,9 @@ WIDTH = 16
 
 def matmul_model(n: int) -> onnx.ModelProto:
     rng = np.random.default_rng(0)
-    b = helper.make_tensor("b", TensorProto.FLOAT, [n, n], rng.standard_normal(n * n).astype(np.float32))
+    b = helper.make_tensor(
+        "b", TensorProto.FLOAT, [n, n], rng.standard_normal(n * n).astype(np.float32)
+    )
     graph = helper.make_graph(
         [helper.make_node("MatMul", ["a", "b"], ["y"])],
         "mm",
@@ -87,7 +89,9 @@ def test_hand_computed_matmul_64() -> None:
     assert np.isclose(f(row, "log2_working_set_cache_tile"), np.log2(ws))
     assert f(row, "working_set_fits_l1") == 1  # 24 KiB
     (untiled,) = features(info, [Schedule((0, 0, 0), (0, 1, 2), (4, 32, 2), 1, 16)])
-    assert f(untiled, "working_set_fits_l1") == 0 and f(untiled, "working_set_fits_l2") == 1  # 48 KiB
+    assert (
+        f(untiled, "working_set_fits_l1") == 0 and f(untiled, "working_set_fits_l2") == 1
+    )  # 48 KiB
     assert np.isclose(f(row, "operand0_log2_bytes_reg_tile"), np.log2(4 * 16 * 4))  # A: 4 rows x 16
     assert f(row, "num_tiled_loops") == 1 and f(row, "num_remainder_splits") == 0
     # scalar code has no vector features

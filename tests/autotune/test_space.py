@@ -17,13 +17,15 @@ from xdsl.dialects.linalg import ops as linalg
 from autotune.space import MAX_ACCUMULATORS, SearchSpace
 from autotune.task import Task, anchor_info, extract_tasks, kernel_module
 from compiler import zoo
-from compiler.backends.llvm_cpu import compile_module
+from compiler.backends.llvm_cpu.compile import compile_module
 from compiler.model import make_context, run_passes
-from compiler.pipelines import LEVEL_PASSES
+from compiler.pipelines import LEVELS
 from compiler.runtime import aligned_copy
+from dialects.attributes import PRIVATE_ARGS_ATTR
 from dialects.sched import SCHEDULE_ATTR_NAME
-from passes.transforms.default_schedule import default_schedule
-from passes.transforms.outline_kernels import PRIVATE_ARGS_ATTR
+from passes.schedule.default import default_schedule
+from passes.schedule.rules import MAX_PANEL_ELEMENTS, panel_shape
+from passes.schedule.space import pack_space
 
 WIDTH = 16  # fixed, so the tests do not depend on the host's vector unit
 
@@ -84,8 +86,17 @@ def test_replay_with_ziggurat_opt(tmp_path) -> None:
     src = tmp_path / "kernel.mlir"
     src.write_text(str(kernel_module(t)))
     out = subprocess.run(
-        [sys.executable, "-m", "compiler.opt", str(src), "-p", ",".join(space.to_passes(cfg, t.anchor))],
-        capture_output=True, text=True, check=True,
+        [
+            sys.executable,
+            "-m",
+            "compiler.cli.opt",
+            str(src),
+            "-p",
+            ",".join(space.to_passes(cfg, t.anchor)),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout
     from xdsl.parser import Parser
 
@@ -157,17 +168,25 @@ def _lowered(t: Task, passes: list[str]):
     module = kernel_module(t)
     fn = next(f for f in module.ops if isinstance(f, func.FuncOp))
     fn.sym_visibility = None  # callable from Python
-    run_passes(make_context(), module, [*passes, "convert-linalg-to-loops", *LEVEL_PASSES["llvm-dialect"]])
+    run_passes(
+        make_context(), module, [*passes, "convert-linalg-to-loops", *LEVELS["llvm-dialect"]]
+    )
     return module
 
 
 def test_sampled_conv_configs_compute_the_default_result() -> None:
     # the 16->16 conv with its fused bias, residual add and relu (a reduction long enough to tile)
     t = next(
-        t for t in tasks_of("small_cnn") if t.name.startswith("conv") and anchor_info(t).extents[4] == 16
+        t
+        for t in tasks_of("small_cnn")
+        if t.name.startswith("conv") and anchor_info(t).extents[4] == 16
     )
     fn = next(f for f in kernel_module(t).ops if isinstance(f, func.FuncOp))
-    private = set(fn.attributes[PRIVATE_ARGS_ATTR].get_values()) if PRIVATE_ARGS_ATTR in fn.attributes else set()
+    private = (
+        set(fn.attributes[PRIVATE_ARGS_ATTR].get_values())
+        if PRIVATE_ARGS_ATTR in fn.attributes
+        else set()
+    )
     rng_np = np.random.default_rng(0)
     inputs = []
     for typ in fn.function_type.inputs.data:
@@ -180,13 +199,17 @@ def test_sampled_conv_configs_compute_the_default_result() -> None:
     rng = random.Random(7)
     configs = [space.sample(rng) for _ in range(4)]
     assert any(cfg["tile"][4] for cfg in configs)  # a tiled reduction is among them
-    configs.append({**space.default_config(), "vector": -1, "reg": [1] * space.n, "tile": [0] * space.n})
+    configs.append(
+        {**space.default_config(), "vector": -1, "reg": [1] * space.n, "tile": [0] * space.n}
+    )
     for cfg in configs:
         got = _run(_lowered(t, space.to_passes(cfg, t.anchor)), "kernel", inputs)
         for i, (a, b) in enumerate(zip(got, reference)):
             if i in private:
                 continue
-            np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-4, err_msg=f"config {space.key(cfg)} arg {i}")
+            np.testing.assert_allclose(
+                a, b, rtol=1e-4, atol=1e-4, err_msg=f"config {space.key(cfg)} arg {i}"
+            )
 
 
 # -- spaces for several threads: the `parallel` knob ------------------------------------------
@@ -229,12 +252,20 @@ def test_parallel_conv_configs_compute_the_default_result() -> None:
 
     t = next(t for t in tasks_of("small_cnn") if t.name.startswith("conv"))
     fn = next(f for f in kernel_module(t).ops if isinstance(f, func.FuncOp))
-    private = set(fn.attributes[PRIVATE_ARGS_ATTR].get_values()) if PRIVATE_ARGS_ATTR in fn.attributes else set()
+    private = (
+        set(fn.attributes[PRIVATE_ARGS_ATTR].get_values())
+        if PRIVATE_ARGS_ATTR in fn.attributes
+        else set()
+    )
     rng_np = np.random.default_rng(1)
     inputs = []
     for typ in fn.function_type.inputs.data:
         strides = typ.get_strides() or [1]
-        inputs.append(rng_np.standard_normal(1 + sum((s - 1) * st for s, st in zip(typ.get_shape(), strides))).astype(np.float32))
+        inputs.append(
+            rng_np.standard_normal(
+                1 + sum((s - 1) * st for s, st in zip(typ.get_shape(), strides))
+            ).astype(np.float32)
+        )
     reference = _run(_lowered(t, []), "kernel", inputs)
     space = SearchSpace(anchor_info(t), threads=2)
     rng = random.Random(11)
@@ -247,17 +278,17 @@ def test_parallel_conv_configs_compute_the_default_result() -> None:
             got = _run(_lowered(t, space.to_passes(cfg, t.anchor)), "kernel", inputs)
             for i, (a, b) in enumerate(zip(got, reference)):
                 if i not in private:
-                    np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-4, err_msg=f"config {space.key(cfg)} arg {i}")
+                    np.testing.assert_allclose(
+                        a, b, rtol=1e-4, atol=1e-4, err_msg=f"config {space.key(cfg)} arg {i}"
+                    )
     finally:
         parallel_runtime.set_num_threads(before)
 
 
-def test_pack_knob_comes_from_the_pack_pass_and_panels_fit() -> None:
-    from passes.transforms.pack import MAX_PANEL_ELEMENTS, PackPass, panel_shape
-
+def test_pack_knob_comes_from_the_schedule_space_and_panels_fit() -> None:
     info = anchor_info(task("matmul"))
     space = SearchSpace(info, WIDTH)
-    assert space.packs == PackPass.schedule_space(info) == [[], [0], [1], [0, 1]]
+    assert space.packs == pack_space(info) == [[], [0], [1], [0, 1]]
     rng = random.Random(2)
     packed = 0
     cfg = space.sample(rng)

@@ -11,7 +11,7 @@ from xdsl.dialects.builtin import StringAttr, SymbolRefAttr
 from autotune.task import Task, anchor_info, extract_tasks, kernel_module
 from compiler import zoo
 from compiler.model import import_model, lower, make_context, run_passes
-from compiler.pipelines import LEVEL_PASSES
+from compiler.pipelines import lowering
 from dialects.sched import SCHEDULE_ATTR_NAME
 
 
@@ -29,7 +29,7 @@ def buffer_module(model):
     module = import_model(model)
     ctx = make_context()
     lower(module, "tensor", ctx)
-    run_passes(ctx, module, LEVEL_PASSES["loops"][:-2])
+    run_passes(ctx, module, lowering("tensor", "buffers"))
     return module
 
 
@@ -85,7 +85,9 @@ def test_duplicate_functions_merge_and_keys_ignore_schedules() -> None:
     main = next(f for f in module.ops if isinstance(f, func.FuncOp) and f.sym_name.data == "main")
     first_call = next(o for o in main.walk() if isinstance(o, func.CallOp))
     callee = first_call.callee.root_reference.data
-    original = next(f for f in module.ops if isinstance(f, func.FuncOp) and f.sym_name.data == callee)
+    original = next(
+        f for f in module.ops if isinstance(f, func.FuncOp) and f.sym_name.data == callee
+    )
     twin = original.clone()
     twin.sym_name = StringAttr("twin_kernel")
     module.body.block.insert_op_before(twin, main)

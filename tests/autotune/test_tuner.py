@@ -58,7 +58,9 @@ class Recorder:
         return measure(task, candidates)
 
 
-def check_progress(db_path: Path, before: int) -> tuple[list[TuneProgress], Callable[[TuneProgress], None]]:
+def check_progress(
+    db_path: Path, before: int
+) -> tuple[list[TuneProgress], Callable[[TuneProgress], None]]:
     seen: list[TuneProgress] = []
 
     def progress(p: TuneProgress) -> None:
@@ -70,7 +72,9 @@ def check_progress(db_path: Path, before: int) -> tuple[list[TuneProgress], Call
 
 
 @pytest.mark.parametrize("tuner", ["xgb", "random"])
-def test_tune_task_records_every_trial_and_resumes(tmp_path: Path, matmul_task: Task, tuner: str) -> None:
+def test_tune_task_records_every_trial_and_resumes(
+    tmp_path: Path, matmul_task: Task, tuner: str
+) -> None:
     info = anchor_info(matmul_task)
     space = SearchSpace(info)
     path = tmp_path / "db.jsonl"
@@ -78,8 +82,15 @@ def test_tune_task_records_every_trial_and_resumes(tmp_path: Path, matmul_task: 
     seen, progress = check_progress(path, 0)
     rec = Recorder()
     result = tune_task(
-        matmul_task, info, Database(path), trials, tuner=tuner, seed=3, batch=3,
-        progress=progress, measure_fn=rec,
+        matmul_task,
+        info,
+        Database(path),
+        trials,
+        tuner=tuner,
+        seed=3,
+        batch=3,
+        progress=progress,
+        measure_fn=rec,
     )
 
     records = lines(path)
@@ -108,8 +119,15 @@ def test_tune_task_records_every_trial_and_resumes(tmp_path: Path, matmul_task: 
     seen2, progress2 = check_progress(path, trials)
     rec2 = Recorder()
     again = tune_task(
-        matmul_task, info, Database(path), more, tuner=tuner, seed=3, batch=3,
-        progress=progress2, measure_fn=rec2,
+        matmul_task,
+        info,
+        Database(path),
+        more,
+        tuner=tuner,
+        seed=3,
+        batch=3,
+        progress=progress2,
+        measure_fn=rec2,
     )
     records2 = lines(path)
     assert records2[:trials] == records
@@ -137,7 +155,9 @@ def test_tune_task_stops_when_the_space_is_exhausted(tmp_path: Path) -> None:
         return [MeasureResult(costs=[1e-6 * (1 + rng.random())]) for _ in candidates]
 
     path = tmp_path / "db.jsonl"
-    result = tune_task(task, info, Database(path), space.size + 20, tuner="random", measure_fn=fake, progress=None)
+    result = tune_task(
+        task, info, Database(path), space.size + 20, tuner="random", measure_fn=fake, progress=None
+    )
     keys = [space.key(r["config"]) for r in lines(path)]
     assert len(result.curve) == len(keys) == len(set(keys)) == space.size
 
@@ -157,8 +177,8 @@ def test_tune_tasks_spends_exactly_the_budget(tmp_path: Path) -> None:
     assert by_task == {k: v for k, v in summary.trials.items() if v}
     # warm-up round-robin: the first tasks get one batch each
     assert sorted(by_task.values(), reverse=True) == [2, 2, 2, 1]
-    for key, r in summary.results.items():
-        assert len(r.curve) == summary.trials[key]
+    for key, result in summary.results.items():
+        assert len(result.curve) == summary.trials[key]
     table = summary.table()
     assert all(t.name[:43] in table for t in tasks)
 

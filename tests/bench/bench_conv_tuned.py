@@ -24,9 +24,10 @@ bench_env.prepare()
 import numpy as np  # noqa: E402
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
+from autotune.apply_pass import tuned_schedules  # noqa: E402
 from autotune.task import extract_tasks  # noqa: E402
 from autotune.tune_model import tune_tasks  # noqa: E402
-from compiler.cli import _ort_session, _time_interleaved  # noqa: E402
+from compiler.benchmark import ort_session, time_interleaved  # noqa: E402
 from compiler.model import compile_model  # noqa: E402
 
 # H, W, IC, OC, K, S (AutoTVM, NeurIPS 2018, Table 1)
@@ -39,12 +40,18 @@ WORKLOADS = [
 
 def conv_model(h: int, w: int, ic: int, oc: int, k: int, s: int, seed: int = 0):
     rng = np.random.default_rng(seed)
-    weight = numpy_helper.from_array((rng.standard_normal((oc, ic, k, k)) * 0.05).astype(np.float32), "w")
-    node = helper.make_node("Conv", ["x", "w"], ["y"], name="conv", strides=[s, s], pads=[k // 2] * 4)
+    weight = numpy_helper.from_array(
+        (rng.standard_normal((oc, ic, k, k)) * 0.05).astype(np.float32), "w"
+    )
+    node = helper.make_node(
+        "Conv", ["x", "w"], ["y"], name="conv", strides=[s, s], pads=[k // 2] * 4
+    )
     graph = helper.make_graph(
-        [node], "conv",
+        [node],
+        "conv",
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, ic, h, w])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [weight],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [weight],
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 8
@@ -54,12 +61,16 @@ def conv_model(h: int, w: int, ic: int, oc: int, k: int, s: int, seed: int = 0):
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--trials", type=int, default=256)
-    ap.add_argument("--db", help="tuning database to resume from and keep (default: a temporary one)")
+    ap.add_argument(
+        "--db", help="tuning database to resume from and keep (default: a temporary one)"
+    )
     ap.add_argument("--only", default="", help="comma-separated workload numbers (1-12)")
     ap.add_argument("--seconds", type=float, default=1.0)
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
-    chosen = [int(i) for i in args.only.split(",")] if args.only else list(range(1, len(WORKLOADS) + 1))
+    chosen = (
+        [int(i) for i in args.only.split(",")] if args.only else list(range(1, len(WORKLOADS) + 1))
+    )
     rows = []
     db, _tmp = bench_env.scratch_db(args.db)
     use_db = db if args.trials > 0 or args.db else None  # --trials 0 alone: default schedules
@@ -70,13 +81,17 @@ def main(argv: list[str] | None = None) -> int:
         if args.trials > 0:
             tune_tasks(extract_tasks(model), db, args.trials, progress=not args.json)
         tune_s = time.perf_counter() - t0
-        compiled = compile_model(model, db=use_db)
+        compiled = compile_model(model, schedules=tuned_schedules(use_db))
         x = np.random.default_rng(1).standard_normal((1, ic, h, w)).astype(np.float32)
-        sess = _ort_session(model.SerializeToString(), 1)
+        sess = ort_session(model.SerializeToString(), 1)
         ref = sess.run(None, {"x": x})[0]
         err = float(np.max(np.abs(compiled.run({"x": x})["y"] - ref)))
-        t = _time_interleaved(
-            {"ziggurat": compiled.runner({"x": x}), "onnxruntime": lambda sess=sess, x=x: sess.run(None, {"x": x})}, args.seconds
+        t = time_interleaved(
+            {
+                "ziggurat": compiled.runner({"x": x}),
+                "onnxruntime": lambda sess=sess, x=x: sess.run(None, {"x": x}),
+            },
+            args.seconds,
         )
         rows.append({
             "workload": i, "shape": f"{h}x{w} {ic}->{oc} k{k} s{s}",
@@ -90,10 +105,20 @@ def main(argv: list[str] | None = None) -> int:
                   f"x{r['speedup_vs_ort']:.2f}  ({r['trials_per_min']} trials/min)")  # fmt: skip
     geo = math.exp(sum(math.log(r["speedup_vs_ort"]) for r in rows) / len(rows))
     if args.json:
-        print(json.dumps({"workloads": rows, "geomean_speedup_vs_ort": round(geo, 3), "cpu": bench_env.cpu_description()}))
+        print(
+            json.dumps(
+                {
+                    "workloads": rows,
+                    "geomean_speedup_vs_ort": round(geo, 3),
+                    "cpu": bench_env.cpu_description(),
+                }
+            )
+        )
     else:
         print(f"cpu: {bench_env.cpu_description()}")
-        print(f"geometric mean vs onnxruntime: {geo:.2f}x  (min {min(r['speedup_vs_ort'] for r in rows):.2f}x)")
+        print(
+            f"geometric mean vs onnxruntime: {geo:.2f}x  (min {min(r['speedup_vs_ort'] for r in rows):.2f}x)"
+        )
     return 0
 
 

@@ -11,13 +11,13 @@ from pathlib import Path
 import bench_env  # first: the references' environment, before numpy loads
 
 bench_env.prepare()
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "backends"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root: tests.support
 
 import numpy as np  # noqa: E402
-from llvm_kernels import lower, matmul_mlir  # noqa: E402
 
-from compiler.backends.llvm_cpu import compile_module  # noqa: E402
+from compiler.backends.llvm_cpu.compile import compile_module  # noqa: E402
 from compiler.runtime import aligned_copy, aligned_empty, time_call  # noqa: E402
+from tests.support.llvm_kernels import lower, matmul_mlir  # noqa: E402
 
 
 def bench(n: int) -> None:
@@ -44,6 +44,8 @@ def bench(n: int) -> None:
 
 
 if __name__ == "__main__":
-    print(f"cpu: {bench_env.cpu_description()}; numpy/OpenBLAS on 1 thread, OPENBLAS_CORETYPE unset")
+    print(
+        f"cpu: {bench_env.cpu_description()}; numpy/OpenBLAS on 1 thread, OPENBLAS_CORETYPE unset"
+    )
     for size in [int(s) for s in sys.argv[1:]] or [64, 128, 256]:
         bench(size)

@@ -21,9 +21,10 @@ bench_env.prepare()
 import numpy as np  # noqa: E402
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
+from autotune.apply_pass import tuned_schedules  # noqa: E402
 from autotune.task import extract_tasks  # noqa: E402
 from autotune.tune_model import tune_tasks  # noqa: E402
-from compiler.cli import _time_interleaved  # noqa: E402
+from compiler.benchmark import time_interleaved  # noqa: E402
 from compiler.model import compile_model  # noqa: E402
 
 
@@ -46,7 +47,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--size", type=int, default=1024)
     ap.add_argument("--trials", type=int, default=256)
-    ap.add_argument("--db", help="tuning database to resume from and keep (default: a temporary one)")
+    ap.add_argument(
+        "--db", help="tuning database to resume from and keep (default: a temporary one)"
+    )
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--seconds", type=float, default=2.0)
     ap.add_argument("--json", action="store_true")
@@ -60,11 +63,13 @@ def main(argv: list[str] | None = None) -> int:
         summary = tune_tasks(extract_tasks(model), db, args.trials, seed=args.seed)
         print(summary.table(), file=sys.stderr)
     tune_s = time.perf_counter() - t0
-    compiled = compile_model(model, db=use_db)
+    compiled = compile_model(model, schedules=tuned_schedules(use_db))
     x = np.random.default_rng(1).standard_normal((args.size, args.size)).astype(np.float32)
     ours = compiled.run({"x": x})["y"]
     err = float(np.max(np.abs(ours - x @ w)) / np.max(np.abs(x @ w)))
-    t = _time_interleaved({"ziggurat": compiled.runner({"x": x}), "numpy": lambda: x @ w}, args.seconds)
+    t = time_interleaved(
+        {"ziggurat": compiled.runner({"x": x}), "numpy": lambda: x @ w}, args.seconds
+    )
     flop = 2.0 * args.size**3
     result = {
         "size": args.size,

@@ -6,7 +6,7 @@ Run: python tests/bench/bench_resnet18.py [--size 224] [--seconds 2] [--json]
 
 Compile time is to machine code (import, every level, LLVM). Kernels are counted after
 outline-kernels: identical kernels share one function, so the unique count is what LLVM compiles.
-Timing and the check against onnxruntime come from `compiler.cli.bench_model` (what
+Timing and the check against onnxruntime come from `compiler.benchmark.bench_model` (what
 `ziggurat bench` runs).
 """
 
@@ -26,7 +26,7 @@ import onnx  # noqa: E402
 from xdsl.dialects import func  # noqa: E402
 
 from compiler import zoo  # noqa: E402
-from compiler.cli import bench_model  # noqa: E402
+from compiler.benchmark import bench_model  # noqa: E402
 from compiler.model import import_model, lower  # noqa: E402
 
 
@@ -39,8 +39,16 @@ def kernel_stats(proto: onnx.ModelProto) -> dict[str, float | int]:
     funcs = [op for op in module.ops if isinstance(op, func.FuncOp)]
     main = next(f for f in funcs if f.sym_name.data == "main")
     kernels = {f.sym_name.data for f in funcs if f.sym_name.data != "main"}
-    calls = [op for op in main.walk() if isinstance(op, func.CallOp) and op.callee.root_reference.data in kernels]
-    return {"kernels": len(calls), "unique_kernels": len(kernels), "lower_to_loops_s": round(seconds, 3)}
+    calls = [
+        op
+        for op in main.walk()
+        if isinstance(op, func.CallOp) and op.callee.root_reference.data in kernels
+    ]
+    return {
+        "kernels": len(calls),
+        "unique_kernels": len(kernels),
+        "lower_to_loops_s": round(seconds, 3),
+    }
 
 
 def model_gflop(proto: onnx.ModelProto) -> float:
@@ -66,7 +74,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--size", type=int, default=224, help="input image size (default 224)")
     ap.add_argument("--batch", type=int, default=1)
     ap.add_argument("--seconds", type=float, default=2.0, help="minimum timing time per engine")
-    ap.add_argument("--json", action="store_true", help="one JSON object on stdout instead of the table")
+    ap.add_argument(
+        "--json", action="store_true", help="one JSON object on stdout instead of the table"
+    )
     args = ap.parse_args(argv)
 
     proto = zoo.resnet18(batch=args.batch, size=args.size)
@@ -88,15 +98,37 @@ def main(argv: list[str] | None = None) -> int:
         rows = [
             ("cpu", result["cpu"], ""),
             ("model", result["model"], f"{gflop:.2f} GFLOP"),
-            ("compile to machine code", f"{r['compile_s']:.2f} s",
-             ", ".join(f"{k} {v:.2f}" for k, v in r["compile_breakdown_s"].items())),
+            (
+                "compile to machine code",
+                f"{r['compile_s']:.2f} s",
+                ", ".join(f"{k} {v:.2f}" for k, v in r["compile_breakdown_s"].items()),
+            ),
             ("kernels (calls in @main)", str(stats["kernels"]), ""),
-            ("unique kernel functions", str(stats["unique_kernels"]), "compiled once each (outline-kernels)"),
-            ("ziggurat, 1 thread", f"{r['ziggurat_ms']:.2f} ms", f"{result['ziggurat_gflops']:.1f} GFLOP/s"),
-            ("onnxruntime, 1 thread", f"{r['onnxruntime_ms']:.2f} ms", f"{result['onnxruntime_gflops']:.1f} GFLOP/s"),
-            ("ratio (ziggurat / ort)", f"{r['ratio']:.2f}x", "latency; < 1 is faster than onnxruntime"),
-            ("without graph passes", f"{r['ziggurat_unoptimized_ms']:.2f} ms",
-             f"no folding/fusion: graph passes give {r['graph_opt_speedup']:.2f}x"),
+            (
+                "unique kernel functions",
+                str(stats["unique_kernels"]),
+                "compiled once each (outline-kernels)",
+            ),
+            (
+                "ziggurat, 1 thread",
+                f"{r['ziggurat_ms']:.2f} ms",
+                f"{result['ziggurat_gflops']:.1f} GFLOP/s",
+            ),
+            (
+                "onnxruntime, 1 thread",
+                f"{r['onnxruntime_ms']:.2f} ms",
+                f"{result['onnxruntime_gflops']:.1f} GFLOP/s",
+            ),
+            (
+                "ratio (ziggurat / ort)",
+                f"{r['ratio']:.2f}x",
+                "latency; < 1 is faster than onnxruntime",
+            ),
+            (
+                "without graph passes",
+                f"{r['ziggurat_unoptimized_ms']:.2f} ms",
+                f"no folding/fusion: graph passes give {r['graph_opt_speedup']:.2f}x",
+            ),
             ("max |ours - ort|", f"{r['max_abs_err']:.2e}", ""),
         ]
         for name, value, note in rows:

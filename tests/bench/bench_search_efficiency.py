@@ -47,13 +47,22 @@ def main_task(name: str):
     return max(extract_tasks(workload(name)), key=lambda t: t.flops)
 
 
-def curve(name: str, tuner: str, seed: int, trials: int, db: Database | None = None, base_model=None) -> list[float]:
+def curve(
+    name: str, tuner: str, seed: int, trials: int, db: Database | None = None, base_model=None
+) -> list[float]:
     """Best-so-far GFLOP/s after each trial of one tuning run (into `db`, or a throwaway one)."""
     task = main_task(name)
     with tempfile.TemporaryDirectory() as tmp:
         db = db or Database(os.path.join(tmp, "db.jsonl"))
         return tune_task(
-            task, anchor_info(task), db, trials, tuner=tuner, seed=seed, progress=None, base_model=base_model,
+            task,
+            anchor_info(task),
+            db,
+            trials,
+            tuner=tuner,
+            seed=seed,
+            progress=None,
+            base_model=base_model,
             start_with_default=False,
         ).curve
 
@@ -80,7 +89,15 @@ def main(argv: list[str] | None = None) -> int:
             xgb = curve(name, "xgb", seed, args.trials, db=dbs[seed])
             rnd = curve(name, "random", seed, args.trials)
             need = trials_to_reach(xgb, rnd[-1])
-            runs.append({"workload": name, "seed": seed, "xgb": xgb, "random": rnd, "xgb_trials_to_random_best": need})
+            runs.append(
+                {
+                    "workload": name,
+                    "seed": seed,
+                    "xgb": xgb,
+                    "random": rnd,
+                    "xgb_trials_to_random_best": need,
+                }
+            )
             if not args.json:
                 print(f"{name:<8} seed {seed}: random best {rnd[-1]:6.1f} GFLOP/s, xgb best {xgb[-1]:6.1f}; "
                       f"xgb reaches random's best after {need} trials")  # fmt: skip
@@ -106,10 +123,19 @@ def main(argv: list[str] | None = None) -> int:
             if not args.json:
                 print(f"{args.transfer_to:<8} seed {seed}: 90% of best = {target:6.1f} GFLOP/s after "
                       f"{t['scratch_trials_to_90']} trials from scratch, {t['transfer_trials_to_90']} with transfer")  # fmt: skip
-    summary = {"runs": runs, "median_trials": median, "transfer": transfers, "cpu": bench_env.cpu_description()}
+    summary = {
+        "runs": runs,
+        "median_trials": median,
+        "transfer": transfers,
+        "cpu": bench_env.cpu_description(),
+    }
     if transfers:
-        summary["median_scratch_trials_to_90"] = statistics.median(t["scratch_trials_to_90"] or 10**9 for t in transfers)
-        summary["median_transfer_trials_to_90"] = statistics.median(t["transfer_trials_to_90"] or 10**9 for t in transfers)
+        summary["median_scratch_trials_to_90"] = statistics.median(
+            t["scratch_trials_to_90"] or 10**9 for t in transfers
+        )
+        summary["median_transfer_trials_to_90"] = statistics.median(
+            t["transfer_trials_to_90"] or 10**9 for t in transfers
+        )
     if args.json:
         print(json.dumps(summary))
     else:

@@ -20,8 +20,9 @@ bench_env.prepare()
 
 import numpy as np  # noqa: E402
 
+from autotune.apply_pass import tuned_schedules  # noqa: E402
 from compiler import zoo  # noqa: E402
-from compiler.cli import _ort_session, _time_interleaved  # noqa: E402
+from compiler.benchmark import ort_session, time_interleaved  # noqa: E402
 from compiler.model import compile_model  # noqa: E402
 
 
@@ -38,16 +39,16 @@ def main(argv: list[str] | None = None) -> int:
     engines, errors = {}, {}
     ref = None
     for t in (1, args.threads):
-        sess = _ort_session(proto.SerializeToString(), t)
+        sess = ort_session(proto.SerializeToString(), t)
         out = sess.run(None, feeds)
         ref = ref if ref is not None else out
         engines[f"onnxruntime x{t}"] = lambda sess=sess: sess.run(None, feeds)
     for t in (1, args.threads):
-        compiled = compile_model(proto, db=args.db, threads=t)
+        compiled = compile_model(proto, schedules=tuned_schedules(args.db, t), threads=t)
         got = compiled.run(feeds)
         errors[t] = max(float(np.max(np.abs(g - r))) for g, r in zip(got.values(), ref))
         engines[f"ziggurat x{t}"] = compiled.runner(feeds)
-    best = _time_interleaved(engines, args.seconds)
+    best = time_interleaved(engines, args.seconds)
     t = args.threads
     result = {
         "threads": t,

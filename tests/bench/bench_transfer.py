@@ -32,7 +32,7 @@ from autotune.database import Database  # noqa: E402
 from autotune.task import anchor_info, extract_tasks  # noqa: E402
 from autotune.transfer import transfer_model  # noqa: E402
 from autotune.tuner import tune_task  # noqa: E402
-from compiler.cli import _model_arg  # noqa: E402
+from compiler.zoo import model_from_arg  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -48,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     info = anchor_info(target)
     source = Database(args.source_db)
     infos = {}
-    for t in extract_tasks(_model_arg(args.source_model)):
+    for t in extract_tasks(model_from_arg(args.source_model)):
         a = anchor_info(t)
         if list(a.extents) != list(info.extents):
             infos[t.workload_key] = a
@@ -60,20 +60,40 @@ def main(argv: list[str] | None = None) -> int:
             with tempfile.TemporaryDirectory() as tmp:
                 db = Database(os.path.join(tmp, "db.jsonl"))
                 curves[name] = tune_task(
-                    target, info, db, args.trials, seed=seed, progress=None, base_model=model, start_with_default=False
+                    target,
+                    info,
+                    db,
+                    args.trials,
+                    seed=seed,
+                    progress=None,
+                    base_model=model,
+                    start_with_default=False,
                 ).curve
         goal = 0.9 * max(curves["scratch"][-1], curves["transfer"][-1])
-        run = {"seed": seed, **curves, **{f"{k}_trials_to_90": trials_to_reach(c, goal) for k, c in curves.items()}}
+        run = {
+            "seed": seed,
+            **curves,
+            **{f"{k}_trials_to_90": trials_to_reach(c, goal) for k, c in curves.items()},
+        }
         runs.append(run)
         if not args.json:
             print(f"{args.target} seed {seed}: 90% of best = {goal:.1f} GFLOP/s after {run['scratch_trials_to_90']} trials "
                   f"from scratch, {run['transfer_trials_to_90']} with transfer ({len(infos)} source tasks)")  # fmt: skip
-    med = {k: statistics.median(r[f"{k}_trials_to_90"] or 10**9 for r in runs) for k in ("scratch", "transfer")}
+    med = {
+        k: statistics.median(r[f"{k}_trials_to_90"] or 10**9 for r in runs)
+        for k in ("scratch", "transfer")
+    }
     if args.json:
-        print(json.dumps({"runs": runs, "median_trials_to_90": med, "cpu": bench_env.cpu_description()}))
+        print(
+            json.dumps(
+                {"runs": runs, "median_trials_to_90": med, "cpu": bench_env.cpu_description()}
+            )
+        )
     else:
         print(f"cpu: {bench_env.cpu_description()}")
-        print(f"median trials to 90% of the best: {med['scratch']} from scratch, {med['transfer']} with transfer")
+        print(
+            f"median trials to 90% of the best: {med['scratch']} from scratch, {med['transfer']} with transfer"
+        )
     return 0
 
 

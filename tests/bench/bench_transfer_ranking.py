@@ -19,7 +19,7 @@ import numpy as np
 from autotune.database import Database
 from autotune.task import anchor_info, extract_tasks
 from autotune.transfer import task_training_rows, transfer_model
-from compiler.cli import _model_arg
+from compiler.zoo import model_from_arg
 
 
 def spearman(a: np.ndarray, b: np.ndarray) -> float:
@@ -34,7 +34,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--threads", type=int, default=1)
     args = ap.parse_args(argv)
     db = Database(args.db)
-    tasks = extract_tasks(_model_arg(args.model))
+    tasks = extract_tasks(model_from_arg(args.model))
     infos = {t.workload_key: anchor_info(t) for t in tasks}
     cors, tops = [], []
     for t in tasks:
@@ -47,11 +47,15 @@ def main(argv: list[str] | None = None) -> int:
         p = model.predict(X)
         cors.append(spearman(p, y))
         tops.append(y[int(np.argmax(p))] / y.max())
-        print(f"{t.name[:40]:<42} {len(y):>4} records  spearman {cors[-1]:+.2f}  top-scored {tops[-1]:.0%} of best")
+        print(
+            f"{t.name[:40]:<42} {len(y):>4} records  spearman {cors[-1]:+.2f}  top-scored {tops[-1]:.0%} of best"
+        )
     if not cors:
         print("no task with records", file=sys.stderr)
         return 1
-    print(f"median over {len(cors)} tasks: spearman {np.median(cors):+.2f}, top-scored config {np.median(tops):.0%} of the best")
+    print(
+        f"median over {len(cors)} tasks: spearman {np.median(cors):+.2f}, top-scored config {np.median(tops):.0%} of the best"
+    )
     return 0
 
 

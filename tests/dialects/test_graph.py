@@ -2,13 +2,36 @@
 
 from __future__ import annotations
 
+from io import StringIO
+
 import numpy as np
 import pytest
 from xdsl.context import Context
 from xdsl.dialects import arith, builtin, func
-from xdsl.dialects.builtin import ModuleOp, TensorType, f32, i64
+from xdsl.dialects.builtin import (
+    DenseArrayBase,
+    DenseIntOrFPElementsAttr,
+    FloatAttr,
+    IntegerAttr,
+    ModuleOp,
+    StringAttr,
+    TensorType,
+    f32,
+    i64,
+)
 from xdsl.ir import Block, Region, SSAValue
+from xdsl.irdl import VerificationContext
 from xdsl.parser import Parser
+from xdsl.printer import Printer
+from xdsl.traits import (
+    HasParent,
+    IsolatedFromAbove,
+    IsTerminator,
+    MemoryEffect,
+    Pure,
+    RecursiveMemoryEffect,
+    is_side_effect_free,
+)
 from xdsl.utils.exceptions import VerifyException
 
 from dialects import graph as g
@@ -34,13 +57,14 @@ def test_every_op_has_pattern_kind_and_is_registered():
     names = {op.name for op in g.Graph.operations}
     assert len(names) == len(g.GRAPH_OPS) == 51
     for op in g.GRAPH_OPS:
-        assert isinstance(op.pattern_kind, g.PatternKind), op.name
-    assert g.ConvOp.pattern_kind is g.PatternKind.OUT_FUSABLE
-    assert g.AddOp.pattern_kind is g.PatternKind.BROADCAST
-    assert g.ReluOp.pattern_kind is g.PatternKind.ELEMENTWISE
-    assert g.ReshapeOp.pattern_kind is g.PatternKind.INJECTIVE
-    assert g.ReduceSumOp.pattern_kind is g.PatternKind.REDUCTION
-    assert g.ConstantOp.pattern_kind is g.PatternKind.OPAQUE
+        assert isinstance(g.pattern_kind(op), g.PatternKind), op.name
+    assert g.pattern_kind(g.ConvOp) is g.PatternKind.OUT_FUSABLE
+    assert g.pattern_kind(g.AddOp) is g.PatternKind.BROADCAST
+    assert g.pattern_kind(g.ReluOp) is g.PatternKind.ELEMENTWISE
+    assert g.pattern_kind(g.ReshapeOp) is g.PatternKind.INJECTIVE
+    assert g.pattern_kind(g.ReduceSumOp) is g.PatternKind.REDUCTION
+    assert g.pattern_kind(g.ConstantOp) is g.PatternKind.OPAQUE
+    assert g.pattern_kind(arith.ConstantOp) is None
 
 
 @pytest.mark.parametrize(
@@ -48,15 +72,23 @@ def test_every_op_has_pattern_kind_and_is_registered():
     [
         (lambda: g.AddOp(arg(2, 1, 3), arg(4, 1)), (2, 4, 3)),
         (lambda: g.ReluOp(arg(2, 3)), (2, 3)),
-        (lambda: g.ConvOp(arg(1, 3, 8, 8), arg(4, 3, 3, 3), None, strides=[2, 2],
-                          pads=[1, 1, 1, 1]), (1, 4, 4, 4)),
-        (lambda: g.ConvOp(arg(1, 8, 9, 9), arg(8, 1, 3, 3), arg(8), group=8,
-                          dilations=[2, 2]), (1, 8, 5, 5)),
+        (
+            lambda: g.ConvOp(
+                arg(1, 3, 8, 8), arg(4, 3, 3, 3), None, strides=[2, 2], pads=[1, 1, 1, 1]
+            ),
+            (1, 4, 4, 4),
+        ),
+        (
+            lambda: g.ConvOp(arg(1, 8, 9, 9), arg(8, 1, 3, 3), arg(8), group=8, dilations=[2, 2]),
+            (1, 8, 5, 5),
+        ),
         (lambda: g.MatmulOp(arg(3), arg(5, 3, 4)), (5, 4)),
         (lambda: g.MatmulOp(arg(2, 1, 4, 3), arg(5, 3, 6)), (2, 5, 4, 6)),
         (lambda: g.GemmOp(arg(3, 2), arg(5, 3), arg(5), trans_a=1, trans_b=1), (2, 5)),
-        (lambda: g.MaxPoolOp(arg(1, 1, 5, 5), kernel=[2, 2], strides=[2, 2], ceil_mode=1),
-         (1, 1, 3, 3)),
+        (
+            lambda: g.MaxPoolOp(arg(1, 1, 5, 5), kernel=[2, 2], strides=[2, 2], ceil_mode=1),
+            (1, 1, 3, 3),
+        ),
         (lambda: g.AvgPoolOp(arg(1, 1, 5, 5), kernel=[3, 3], pads=[1, 1, 1, 1]), (1, 1, 5, 5)),
         (lambda: g.GlobalAvgPoolOp(arg(2, 3, 4, 5)), (2, 3, 1, 1)),
         (lambda: g.ReduceMeanOp(arg(2, 3, 4), axes=[1], keepdims=0), (2, 4)),
@@ -133,10 +165,11 @@ def test_defaults_are_filled():
         (lambda: g.SliceOp(arg(8), starts=[0], ends=[8], steps=[0]), "step must not be 0"),
         (lambda: g.ReduceSumOp(arg(2, 3), axes=[2]), "must be sorted"),
         (lambda: g.ReduceSumOp(arg(2, 3), keepdims=2), "keepdims"),
-        (lambda: g.MaxPoolOp(arg(1, 1, 4, 4), kernel=[2, 2], pads=[-1, 0, 0, 0]),
-         "non-negative"),
-        (lambda: g.AvgPoolOp(arg(1, 1, 4, 4), kernel=[2, 2], count_include_pad=3),
-         "count_include_pad"),
+        (lambda: g.MaxPoolOp(arg(1, 1, 4, 4), kernel=[2, 2], pads=[-1, 0, 0, 0]), "non-negative"),
+        (
+            lambda: g.AvgPoolOp(arg(1, 1, 4, 4), kernel=[2, 2], count_include_pad=3),
+            "count_include_pad",
+        ),
         (lambda: g.GeluOp(arg(3), approximate="fast"), "approximate"),
         (lambda: g.CastOp(arg(3), to="f16"), "only cast"),
         (lambda: g.LayerNormOp(arg(2, 3), arg(2), None, axis=1), "scale"),
@@ -166,8 +199,11 @@ def test_verifier_rejects_non_f32_and_float_indices():
     op = g.ExpOp.create(operands=[xi], result_types=[TensorType(f32, [3])])
     with pytest.raises(VerifyException):
         op.verify()
-    ga = g.GatherOp.create(operands=[arg(4), arg(2)], result_types=[TensorType(f32, [2])],
-                           properties={"axis": g.i64_attr(0)})
+    ga = g.GatherOp.create(
+        operands=[arg(4), arg(2)],
+        result_types=[TensorType(f32, [2])],
+        properties={"axis": g.i64_attr(0)},
+    )
     with pytest.raises(VerifyException):
         ga.verify()
 
@@ -177,8 +213,9 @@ def _module(ops, args, result) -> ModuleOp:
     for old, new in zip(args, block.args, strict=True):
         old.replace_all_uses_with(new)
     block.add_ops([*ops, func.ReturnOp(result)])
-    return ModuleOp([func.FuncOp("main", ([a.type for a in block.args], [result.type]),
-                                 Region(block))])
+    return ModuleOp(
+        [func.FuncOp("main", ([a.type for a in block.args], [result.type]), Region(block))]
+    )
 
 
 def test_print_parse_roundtrip():
@@ -198,3 +235,123 @@ def test_print_parse_roundtrip():
     again = Parser(ctx(), text).parse_module()
     again.verify()
     assert str(again) == text
+
+
+# -- declarations ----------------------------------------------------------------------------
+
+_PROPERTY_TYPES = {IntegerAttr, FloatAttr, StringAttr, DenseArrayBase, DenseIntOrFPElementsAttr}
+
+
+@pytest.mark.parametrize("op", g.GRAPH_OPS, ids=lambda op: op.name)
+def test_op_declares_traits_and_typed_properties(op):
+    assert op.name.startswith("graph.")
+    assert g.pattern_kind(op) is not None
+    assert op.get_traits_of_type(MemoryEffect), "effects must be known (for DCE and CSE)"
+    if op is not g.FusedOp:
+        assert op.has_trait(Pure)
+    for name, pdef in op.get_irdl_definition().properties.items():
+        bases = pdef.constr.get_bases()
+        assert bases is not None and len(bases) == 1 and bases <= _PROPERTY_TYPES, name
+        if pdef.default_value is not None:
+            pdef.constr.verify(pdef.default_value, VerificationContext())
+
+
+def test_structural_traits():
+    assert g.FusedOp.has_trait(IsolatedFromAbove) and g.FusedOp.has_trait(RecursiveMemoryEffect)
+    assert g.YieldOp.has_trait(IsTerminator) and g.YieldOp.has_trait(HasParent(g.FusedOp))
+    assert is_side_effect_free(g.ReluOp(arg(3)))
+
+
+def _one_of_each() -> ModuleOp:
+    """A function with one op of every kind, all built with the builders."""
+    x_t, w_t, v_t = (
+        TensorType(f32, [1, 2, 4, 4]),
+        TensorType(f32, [2, 2, 1, 1]),
+        TensorType(f32, [2]),
+    )
+    m_t, r_t = TensorType(f32, [4, 4]), TensorType(f32, [4])
+    block = Block(arg_types=[x_t, w_t, v_t, m_t, r_t])
+    x, w, v, m, r = block.args
+    plain = [
+        o
+        for o in g.GRAPH_OPS
+        if issubclass(o, g.UnaryOp) and not o.get_irdl_definition().properties
+    ]
+    binary = [o for o in g.GRAPH_OPS if issubclass(o, g.BinaryOp)]
+    idx = g.ConstantOp(np.array([1, 0]))
+    body = Block(arg_types=[x_t])
+    body.add_ops([relu := g.ReluOp(body.args[0]), g.YieldOp(relu.results[0])])
+    ops = [
+        idx,
+        *(cls(x) for cls in plain),
+        g.CastOp(x),
+        g.ShapeOp(x),
+        *(cls(x, r) for cls in binary),
+        g.LeakyReluOp(x, alpha=0.1),
+        g.HardSigmoidOp(x, alpha=0.3, beta=0.4),
+        g.ClipOp(x, min=0.0, max=6.0),
+        g.GeluOp(x, approximate="tanh"),
+        g.ConvOp(x, w, v, strides=[2, 2], pads=[1, 1, 1, 1], dilations=[1, 1], group=1),
+        g.MatmulOp(m, m),
+        g.GemmOp(m, m, r, alpha=0.5, beta=2.0, trans_a=1),
+        g.SoftmaxOp(x, axis=1),
+        g.LogSoftmaxOp(x, axis=3),
+        g.LayerNormOp(x, r, r, axis=3, epsilon=1e-3),
+        g.BatchNormOp(x, v, v, v, v, epsilon=1e-3),
+        g.MaxPoolOp(x, kernel=[2, 2], strides=[2, 2], pads=[0, 0, 1, 1], ceil_mode=1),
+        g.AvgPoolOp(x, kernel=[3, 3], pads=[1, 1, 1, 1], count_include_pad=1),
+        g.ReduceMeanOp(x, axes=[1, 2], keepdims=0),
+        g.ReduceSumOp(x, axes=[3]),
+        g.ReduceMaxOp(x),
+        g.ReshapeOp(x, [2, 16]),
+        g.FlattenOp(x, axis=2),
+        g.SqueezeOp(x, axes=[0]),
+        g.UnsqueezeOp(x, axes=[0]),
+        g.TransposeOp(x, perm=[0, 2, 3, 1]),
+        g.ConcatOp([x, x], axis=1),
+        g.SplitOp(x, axis=1, sizes=[1, 1]),
+        g.SliceOp(x, starts=[0, 1, 3, 0], ends=[1, 2, -1, 4], steps=[1, 1, -2, 2]),
+        g.GatherOp(x, idx, axis=2),
+        g.PadOp(x, pads=[0, 0, 1, 1, 0, 0, 1, 1], value=0.5),
+        g.FusedOp("relu", "elementwise", [x], [x_t], Region(body)),
+    ]
+    block.add_ops([*ops, func.ReturnOp()])
+    return ModuleOp([func.FuncOp("main", (block.arg_types, []), Region(block))])
+
+
+def test_every_op_round_trips_in_custom_and_generic_form():
+    module = _one_of_each()
+    module.verify()
+    assert {op.name for op in module.walk()} >= {op.name for op in g.GRAPH_OPS}
+    text = str(module)
+    again = Parser(ctx(), text).parse_module()
+    again.verify()
+    assert str(again) == text
+    generic = StringIO()
+    Printer(stream=generic, print_generic_format=True).print_op(module)
+    assert str(Parser(ctx(), generic.getvalue()).parse_module()) == text
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("graph.softmax %a {axis = 1 : i32}", "Expected attribute i64 but got i32"),
+        ("graph.leaky_relu %a {alpha = 1.0e-01 : f64}", "f64 should be of base attribute f32"),
+        ("graph.transpose %a {perm = array<i32: 1, 0>}", "Expected attribute i64 but got i32"),
+        ("graph.cast %a {to = 3 : i64}", "should be of base attribute string"),
+    ],
+)
+def test_verifier_rejects_property_of_wrong_type(text, message):
+    src = f"""func.func @f(%a: tensor<2x3xf32>) {{
+      %0 = {text} : (tensor<2x3xf32>) -> tensor<2x3xf32>
+      func.return
+    }}"""
+    with pytest.raises(VerifyException, match=message):  # some are caught while parsing
+        Parser(ctx(), src).parse_module().verify()
+
+
+def test_builder_rejects_unknown_property_and_wrong_operand_count():
+    with pytest.raises(TypeError, match="no property 'axis'"):
+        g.ReluOp(arg(3), axis=1)
+    with pytest.raises(TypeError, match="takes 2 operands"):
+        g.AddOp(arg(3))

@@ -20,7 +20,10 @@ def test_round_trip() -> None:
     s = Schedule(tile=(0, 64, 256), order=(1, 0, 2), unroll=(8, 32, 1), vector=1, width=16)
     attr = ScheduleAttr.from_schedule(s)
     text = str(attr)
-    assert text == "#sched.schedule<tile = [0, 64, 256], order = [1, 0, 2], unroll = [8, 32, 1], vector = 1, width = 16>"
+    assert (
+        text
+        == "#sched.schedule<tile = [0, 64, 256], order = [1, 0, 2], unroll = [8, 32, 1], vector = 1, width = 16>"
+    )
     assert parse(text).schedule() == s
 
 

@@ -8,8 +8,14 @@ import pytest
 from dialects.graph import PatternKind
 from passes.analysis.fusion_groups import SINK, fusion_groups, post_dominators
 
-E, B, I, R, O, X = (PatternKind.ELEMENTWISE, PatternKind.BROADCAST, PatternKind.INJECTIVE,
-                    PatternKind.REDUCTION, PatternKind.OUT_FUSABLE, PatternKind.OPAQUE)
+E, B, I, R, O, X = (
+    PatternKind.ELEMENTWISE,
+    PatternKind.BROADCAST,
+    PatternKind.INJECTIVE,
+    PatternKind.REDUCTION,
+    PatternKind.OUT_FUSABLE,
+    PatternKind.OPAQUE,
+)
 
 
 def dag(edges: str, kinds: dict[str, PatternKind]) -> nx.DiGraph:

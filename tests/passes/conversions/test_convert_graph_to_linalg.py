@@ -1,7 +1,8 @@
 """convert-graph-to-linalg: every graph op, lowered and evaluated against numpy / onnxruntime.
 
 Graph IR is built with the graph dialect's builders; the TENSOR-level result is run by the
-numpy evaluator next to this file (which also rejects ops outside the level contract).
+numpy evaluator tests/support/tensor_level_eval.py (which also rejects ops outside the level
+contract).
 """
 
 from __future__ import annotations
@@ -30,11 +31,7 @@ from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.rewriter import InsertPoint
 
 from passes.conversions.convert_graph_to_linalg import ConvertGraphToLinalgPass
-
-try:  # tests/ as a package, or (pytest's default rootdir-less mode) this directory on sys.path
-    from tests.passes.conversions.tensor_level_eval import TOP_LEVEL_OPS, run_function
-except ImportError:
-    from tensor_level_eval import TOP_LEVEL_OPS, run_function  # type: ignore[no-redef]
+from tests.support.tensor_level_eval import TOP_LEVEL_OPS, run_function
 
 g = pytest.importorskip("dialects.graph")
 
@@ -63,8 +60,12 @@ def build(inputs: Sequence[np.ndarray], fn: BuildFn) -> ModuleOp:
     vals = [o.results[0] if isinstance(o, Operation) else o for o in outs]
     b.insert(func.ReturnOp(*vals))
     names = [DictionaryAttr({"ziggurat.name": StringAttr(f"in{i}")}) for i in range(len(inputs))]
-    f = func.FuncOp("main", ([a.type for a in block.args], [v.type for v in vals]), Region(block),
-                    arg_attrs=ArrayAttr(names))
+    f = func.FuncOp(
+        "main",
+        ([a.type for a in block.args], [v.type for v in vals]),
+        Region(block),
+        arg_attrs=ArrayAttr(names),
+    )
     m = ModuleOp([f])
     m.verify()
     return m
@@ -77,7 +78,11 @@ def lower(m: ModuleOp) -> ModuleOp:
         if op.parent_op() is not None and op.parent_op().name == "func.func":  # type: ignore[union-attr]
             assert op.name in TOP_LEVEL_OPS, op.name
         assert not op.name.startswith("linalg.") or op.name in (
-            "linalg.generic", "linalg.fill", "linalg.yield", "linalg.index"), op.name
+            "linalg.generic",
+            "linalg.fill",
+            "linalg.yield",
+            "linalg.index",
+        ), op.name
     return m
 
 
@@ -95,7 +100,9 @@ def one(b: Builder, op: Operation) -> Operation:
     return b.insert(op)
 
 
-def ort(op_type: str, inputs: Sequence[np.ndarray], n_out: int = 1, **attrs: Any) -> list[np.ndarray]:
+def ort(
+    op_type: str, inputs: Sequence[np.ndarray], n_out: int = 1, **attrs: Any
+) -> list[np.ndarray]:
     """Reference result of one ONNX node through onnxruntime (opset 18)."""
     import onnx
     import onnxruntime as rt
@@ -106,8 +113,12 @@ def ort(op_type: str, inputs: Sequence[np.ndarray], n_out: int = 1, **attrs: Any
     node = helper.make_node(op_type, names, outs, **attrs)
     elem = {np.float32: onnx.TensorProto.FLOAT, np.int64: onnx.TensorProto.INT64}
     graph = helper.make_graph(
-        [node], "t",
-        [helper.make_tensor_value_info(n, elem[a.dtype.type], a.shape) for n, a in zip(names, inputs, strict=True)],
+        [node],
+        "t",
+        [
+            helper.make_tensor_value_info(n, elem[a.dtype.type], a.shape)
+            for n, a in zip(names, inputs, strict=True)
+        ],
         [helper.make_tensor_value_info(o, onnx.TensorProto.FLOAT, None) for o in outs],
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
@@ -119,10 +130,18 @@ def ort(op_type: str, inputs: Sequence[np.ndarray], n_out: int = 1, **attrs: Any
 # -- elementwise ------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name,ref", [
-    ("AddOp", np.add), ("SubOp", np.subtract), ("MulOp", np.multiply), ("DivOp", np.divide),
-])
-@pytest.mark.parametrize("sa,sb", [((2, 3, 4), (2, 3, 4)), ((2, 3, 4), (3, 1)), ((1, 4), (3, 1)), ((2, 1, 4), ())])
+@pytest.mark.parametrize(
+    "name,ref",
+    [
+        ("AddOp", np.add),
+        ("SubOp", np.subtract),
+        ("MulOp", np.multiply),
+        ("DivOp", np.divide),
+    ],
+)
+@pytest.mark.parametrize(
+    "sa,sb", [((2, 3, 4), (2, 3, 4)), ((2, 3, 4), (3, 1)), ((1, 4), (3, 1)), ((2, 1, 4), ())]
+)
 def test_binary_broadcast(name: str, ref: Callable, sa: tuple, sb: tuple) -> None:
     a, b_ = rand(*sa), rand(*sb, lo=0.5, hi=2.0)
     (y,) = run([a, b_], lambda b, x: one(b, getattr(g, name)(x[0], x[1])))
@@ -144,10 +163,16 @@ def _gelu_tanh(x: np.ndarray) -> np.ndarray:
 
 
 UNARY: list[tuple[str, dict, Callable[[np.ndarray], np.ndarray]]] = [
-    ("SqrtOp", {}, np.sqrt), ("ExpOp", {}, np.exp), ("LogOp", {}, np.log),
-    ("NegOp", {}, np.negative), ("AbsOp", {}, np.abs), ("ReciprocalOp", {}, np.reciprocal),
-    ("ReluOp", {}, lambda x: np.maximum(x, 0)), ("SigmoidOp", {}, lambda x: 1 / (1 + np.exp(-x))),
-    ("TanhOp", {}, np.tanh), ("ErfOp", {}, _erf),
+    ("SqrtOp", {}, np.sqrt),
+    ("ExpOp", {}, np.exp),
+    ("LogOp", {}, np.log),
+    ("NegOp", {}, np.negative),
+    ("AbsOp", {}, np.abs),
+    ("ReciprocalOp", {}, np.reciprocal),
+    ("ReluOp", {}, lambda x: np.maximum(x, 0)),
+    ("SigmoidOp", {}, lambda x: 1 / (1 + np.exp(-x))),
+    ("TanhOp", {}, np.tanh),
+    ("ErfOp", {}, _erf),
     ("HardSwishOp", {}, lambda x: x * np.clip(x / 6 + 0.5, 0, 1)),
     ("LeakyReluOp", {"alpha": 0.1}, lambda x: np.where(x < 0, 0.1 * x, x)),
     ("LeakyReluOp", {}, lambda x: np.where(x < 0, 0.01 * x, x)),
@@ -197,8 +222,10 @@ def test_constant_and_shape() -> None:
     c = rand(3, 2)
     idx = np.array([2, -1], dtype=np.int64)
     x = rand(4, 5, 6)
-    ys = run([x], lambda b, a: [one(b, g.ConstantOp(c)), one(b, g.ConstantOp(idx)),
-                                one(b, g.ShapeOp(a[0]))])
+    ys = run(
+        [x],
+        lambda b, a: [one(b, g.ConstantOp(c)), one(b, g.ConstantOp(idx)), one(b, g.ShapeOp(a[0]))],
+    )
     check(ys[0], c)
     assert ys[1].dtype == np.int64 and list(ys[1]) == [2, -1]
     assert list(ys[2]) == [4, 5, 6]
@@ -229,15 +256,23 @@ def test_conv(xs, ws, st, pads, dil, group, has_bias, const_w: bool) -> None:
 
     (y,) = run([x] if const_w else [x, w], body)
     ins = [x, w, bias] if has_bias else [x, w]
-    (want,) = ort("Conv", ins, strides=list(st), pads=[t, l, bt, r], dilations=list(dil), group=group)
+    (want,) = ort(
+        "Conv", ins, strides=list(st), pads=[t, l, bt, r], dilations=list(dil), group=group
+    )
     check(y, want)
 
 
 def test_conv_constant_weight_is_pretransposed() -> None:
     x, w = rand(1, 2, 5, 5), rand(3, 2, 3, 3)
     m = lower(build([x], lambda b, a: [one(b, g.ConvOp(a[0], one(b, g.ConstantOp(w)), None))]))
-    consts = [o for o in m.walk() if o.name == "arith.constant" and isinstance(o.results[0].type, TensorType)]
-    assert [list(c.results[0].type.get_shape()) for c in consts] == [[2, 3, 3, 3]]  # (IC, kH, kW, OC)
+    consts = [
+        o
+        for o in m.walk()
+        if o.name == "arith.constant" and isinstance(o.results[0].type, TensorType)
+    ]
+    assert [list(c.results[0].type.get_shape()) for c in consts] == [
+        [2, 3, 3, 3]
+    ]  # (IC, kH, kW, OC)
     generics = [o for o in m.walk() if o.name == "linalg.generic"]
     assert len(generics) == 1
 
@@ -245,26 +280,48 @@ def test_conv_constant_weight_is_pretransposed() -> None:
 # -- matmul / gemm ------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("sa,sb", [
-    ((3, 4), (4, 5)), ((2, 3, 4), (4, 5)), ((4,), (4, 5)), ((3, 4), (4,)), ((4,), (4,)),
-    ((2, 1, 3, 4), (5, 4, 2)), ((3, 4), (2, 4, 6)),
-])
+@pytest.mark.parametrize(
+    "sa,sb",
+    [
+        ((3, 4), (4, 5)),
+        ((2, 3, 4), (4, 5)),
+        ((4,), (4, 5)),
+        ((3, 4), (4,)),
+        ((4,), (4,)),
+        ((2, 1, 3, 4), (5, 4, 2)),
+        ((3, 4), (2, 4, 6)),
+    ],
+)
 def test_matmul(sa: tuple, sb: tuple) -> None:
     a, b_ = rand(*sa), rand(*sb)
     (y,) = run([a, b_], lambda b, x: one(b, g.MatmulOp(x[0], x[1])))
     check(y, np.matmul(a, b_))
 
 
-@pytest.mark.parametrize("ta,tb,alpha,beta,cs", [
-    (0, 0, 1.0, 1.0, (3, 5)), (1, 0, 0.5, 2.0, (5,)), (0, 1, 1.0, 0.0, (3, 5)),
-    (1, 1, 2.0, 1.0, (1, 5)), (0, 0, 1.0, 1.0, None), (0, 0, 1.0, 3.0, (3, 1)),
-])
+@pytest.mark.parametrize(
+    "ta,tb,alpha,beta,cs",
+    [
+        (0, 0, 1.0, 1.0, (3, 5)),
+        (1, 0, 0.5, 2.0, (5,)),
+        (0, 1, 1.0, 0.0, (3, 5)),
+        (1, 1, 2.0, 1.0, (1, 5)),
+        (0, 0, 1.0, 1.0, None),
+        (0, 0, 1.0, 3.0, (3, 1)),
+    ],
+)
 def test_gemm(ta: int, tb: int, alpha: float, beta: float, cs: tuple | None) -> None:
     a = rand(4, 3) if ta else rand(3, 4)
     bm = rand(5, 4) if tb else rand(4, 5)
     ins = [a, bm] + ([rand(*cs)] if cs else [])
-    (y,) = run(ins, lambda b, x: one(b, g.GemmOp(x[0], x[1], x[2] if cs else None, alpha=alpha,
-                                                 beta=beta, trans_a=ta, trans_b=tb)))
+    (y,) = run(
+        ins,
+        lambda b, x: one(
+            b,
+            g.GemmOp(
+                x[0], x[1], x[2] if cs else None, alpha=alpha, beta=beta, trans_a=ta, trans_b=tb
+            ),
+        ),
+    )
     (want,) = ort("Gemm", ins, alpha=alpha, beta=beta, transA=ta, transB=tb)
     check(y, want)
 
@@ -282,11 +339,18 @@ def test_softmax(axis: int, log: bool) -> None:
     check(y, want)
 
 
-@pytest.mark.parametrize("axis,ps,bias", [(2, (4,), True), (1, (3, 4), True), (0, (2, 3, 4), False), (2, (4,), False)])
+@pytest.mark.parametrize(
+    "axis,ps,bias", [(2, (4,), True), (1, (3, 4), True), (0, (2, 3, 4), False), (2, (4,), False)]
+)
 def test_layer_norm(axis: int, ps: tuple, bias: bool) -> None:
     x, s, bb = rand(2, 3, 4), rand(*ps), rand(*ps)
     ins = [x, s, bb] if bias else [x, s]
-    (y,) = run(ins, lambda b, a: one(b, g.LayerNormOp(a[0], a[1], a[2] if bias else None, axis=axis, epsilon=1e-3)))
+    (y,) = run(
+        ins,
+        lambda b, a: one(
+            b, g.LayerNormOp(a[0], a[1], a[2] if bias else None, axis=axis, epsilon=1e-3)
+        ),
+    )
     (want,) = ort("LayerNormalization", ins, axis=axis, epsilon=1e-3)
     check(y, want)
 
@@ -302,7 +366,9 @@ def test_batch_norm() -> None:
 # -- reductions and pooling -----------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name,ref", [("ReduceMeanOp", np.mean), ("ReduceSumOp", np.sum), ("ReduceMaxOp", np.max)])
+@pytest.mark.parametrize(
+    "name,ref", [("ReduceMeanOp", np.mean), ("ReduceSumOp", np.sum), ("ReduceMaxOp", np.max)]
+)
 @pytest.mark.parametrize("axes", [(1,), (0, 2), (), (0, 1, 2)])
 @pytest.mark.parametrize("keepdims", [0, 1])
 def test_reduce(name: str, ref: Callable, axes: tuple, keepdims: int) -> None:
@@ -331,10 +397,24 @@ POOLS = [
 @pytest.mark.parametrize("kernel,strides,pads,ceil,dil", POOLS)
 def test_max_pool(kernel, strides, pads, ceil, dil) -> None:
     x = rand(1, 2, 7, 8)
-    (y,) = run([x], lambda b, a: one(b, g.MaxPoolOp(a[0], kernel=kernel, strides=strides, pads=pads,
-                                                    ceil_mode=ceil, dilations=dil)))
-    (want,) = ort("MaxPool", [x], kernel_shape=list(kernel), strides=list(strides), pads=list(pads),
-                  ceil_mode=ceil, dilations=list(dil))
+    (y,) = run(
+        [x],
+        lambda b, a: one(
+            b,
+            g.MaxPoolOp(
+                a[0], kernel=kernel, strides=strides, pads=pads, ceil_mode=ceil, dilations=dil
+            ),
+        ),
+    )
+    (want,) = ort(
+        "MaxPool",
+        [x],
+        kernel_shape=list(kernel),
+        strides=list(strides),
+        pads=list(pads),
+        ceil_mode=ceil,
+        dilations=list(dil),
+    )
     check(y, want)
 
 
@@ -342,18 +422,46 @@ def test_max_pool(kernel, strides, pads, ceil, dil) -> None:
 @pytest.mark.parametrize("kernel,strides,pads,ceil,dil", [p for p in POOLS if p[4] == (1, 1)])
 def test_avg_pool(kernel, strides, pads, ceil, dil, include: int) -> None:
     x = rand(1, 2, 7, 8)
-    (y,) = run([x], lambda b, a: one(b, g.AvgPoolOp(a[0], kernel=kernel, strides=strides, pads=pads,
-                                                    ceil_mode=ceil, count_include_pad=include)))
-    (want,) = ort("AveragePool", [x], kernel_shape=list(kernel), strides=list(strides),
-                  pads=list(pads), ceil_mode=ceil, count_include_pad=include)
+    (y,) = run(
+        [x],
+        lambda b, a: one(
+            b,
+            g.AvgPoolOp(
+                a[0],
+                kernel=kernel,
+                strides=strides,
+                pads=pads,
+                ceil_mode=ceil,
+                count_include_pad=include,
+            ),
+        ),
+    )
+    (want,) = ort(
+        "AveragePool",
+        [x],
+        kernel_shape=list(kernel),
+        strides=list(strides),
+        pads=list(pads),
+        ceil_mode=ceil,
+        count_include_pad=include,
+    )
     check(y, want)
 
 
 # -- data movement --------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("src,dst", [((2, 3, 4), (6, 4)), ((2, 3, 4), (4, 6)), ((6, 4), (2, 3, 2, 2)),
-                                     ((2, 3, 4), (24,)), ((1, 3, 1), (3,)), ((3,), (1, 3, 1))])
+@pytest.mark.parametrize(
+    "src,dst",
+    [
+        ((2, 3, 4), (6, 4)),
+        ((2, 3, 4), (4, 6)),
+        ((6, 4), (2, 3, 2, 2)),
+        ((2, 3, 4), (24,)),
+        ((1, 3, 1), (3,)),
+        ((3,), (1, 3, 1)),
+    ],
+)
 def test_reshape(src: tuple, dst: tuple) -> None:
     x = rand(*src)
     (y,) = run([x], lambda b, a: one(b, g.ReshapeOp(a[0], dst)))
@@ -362,8 +470,14 @@ def test_reshape(src: tuple, dst: tuple) -> None:
 
 def test_flatten_squeeze_unsqueeze() -> None:
     x = rand(2, 1, 3, 1)
-    ys = run([x], lambda b, a: [one(b, g.FlattenOp(a[0], axis=2)), one(b, g.SqueezeOp(a[0], axes=(1, 3))),
-                                one(b, g.UnsqueezeOp(a[0], axes=(0, 5)))])
+    ys = run(
+        [x],
+        lambda b, a: [
+            one(b, g.FlattenOp(a[0], axis=2)),
+            one(b, g.SqueezeOp(a[0], axes=(1, 3))),
+            one(b, g.UnsqueezeOp(a[0], axes=(0, 5))),
+        ],
+    )
     check(ys[0], x.reshape(2, 3))
     check(ys[1], x.reshape(2, 3))
     check(ys[2], x.reshape(1, 2, 1, 3, 1, 1))
@@ -386,13 +500,20 @@ def test_concat_split() -> None:
         check(got, want)
 
 
-@pytest.mark.parametrize("starts,ends,steps", [
-    ((0, 1, 0), (2, 3, 4), (1, 1, 2)), ((1, 0, 3), (2, 3, -1), (1, 2, -1)), ((1, 2, 3), (-1, -1, 0), (-1, -1, -2)),
-])
+@pytest.mark.parametrize(
+    "starts,ends,steps",
+    [
+        ((0, 1, 0), (2, 3, 4), (1, 1, 2)),
+        ((1, 0, 3), (2, 3, -1), (1, 2, -1)),
+        ((1, 2, 3), (-1, -1, 0), (-1, -1, -2)),
+    ],
+)
 def test_slice(starts: tuple, ends: tuple, steps: tuple) -> None:
     x = rand(2, 3, 4)
     (y,) = run([x], lambda b, a: one(b, g.SliceOp(a[0], starts=starts, ends=ends, steps=steps)))
-    sl = tuple(slice(s, None if e < 0 else e, st) for s, e, st in zip(starts, ends, steps, strict=True))
+    sl = tuple(
+        slice(s, None if e < 0 else e, st) for s, e, st in zip(starts, ends, steps, strict=True)
+    )
     check(y, x[sl])
 
 
@@ -420,7 +541,9 @@ def test_small_cnn_and_names() -> None:
     w1, b1, w2 = rand(8, 3, 3, 3), rand(8), rand(10, 8)
 
     def net(b: Builder, a: list[SSAValue]) -> list[Operation]:
-        c = one(b, g.ConvOp(a[0], one(b, g.ConstantOp(w1)), one(b, g.ConstantOp(b1)), pads=(1, 1, 1, 1)))
+        c = one(
+            b, g.ConvOp(a[0], one(b, g.ConstantOp(w1)), one(b, g.ConstantOp(b1)), pads=(1, 1, 1, 1))
+        )
         r = one(b, g.ReluOp(c))
         p = one(b, g.MaxPoolOp(r, kernel=(2, 2), strides=(2, 2)))
         gp = one(b, g.GlobalAvgPoolOp(p))
@@ -446,7 +569,12 @@ def test_output_accepted_by_mlir_opt(tmp_path) -> None:
     x, idx = rand(1, 4, 6, 6), np.array([[0, -1]], dtype=np.int64)
 
     def net(b: Builder, a: list[SSAValue]) -> list[Operation]:
-        c = one(b, g.ConvOp(a[0], one(b, g.ConstantOp(rand(4, 2, 3, 3))), None, pads=(1, 1, 1, 1), group=2))
+        c = one(
+            b,
+            g.ConvOp(
+                a[0], one(b, g.ConstantOp(rand(4, 2, 3, 3))), None, pads=(1, 1, 1, 1), group=2
+            ),
+        )
         d = one(b, g.ConvOp(c, a[2], None, strides=(2, 2)))
         p = one(b, g.AvgPoolOp(c, kernel=(3, 3), strides=(2, 2), pads=(1, 1, 1, 1), ceil_mode=1))
         mx = one(b, g.MaxPoolOp(c, kernel=(3, 3), strides=(2, 2), ceil_mode=1))
@@ -480,8 +608,17 @@ def test_more_ops_accepted_by_mlir_opt(tmp_path) -> None:
         t = one(b, g.TransposeOp(x, perm=(0, 2, 3, 1)))
         sp = one(b, g.SplitOp(t, axis=3, sizes=(1, 2)))
         u = one(b, g.UnsqueezeOp(one(b, g.SqueezeOp(sp.results[0], axes=(3,))), axes=(0,)))
-        gm = one(b, g.GemmOp(one(b, g.FlattenOp(x, axis=2)), one(b, g.FlattenOp(x, axis=2)), one(b, g.ConstantOp(rand(6))),
-                             trans_b=1, alpha=0.5, beta=2.0))
+        gm = one(
+            b,
+            g.GemmOp(
+                one(b, g.FlattenOp(x, axis=2)),
+                one(b, g.FlattenOp(x, axis=2)),
+                one(b, g.ConstantOp(rand(6))),
+                trans_b=1,
+                alpha=0.5,
+                beta=2.0,
+            ),
+        )
         vv = one(b, g.MatmulOp(v, v))  # 1-D x 1-D -> rank 0
         e = one(b, g.PowOp(one(b, g.ErfOp(v)), one(b, g.ClipOp(v, min=0.0, max=6.0))))
         hs = one(b, g.HardSigmoidOp(one(b, g.HardSwishOp(e))))
@@ -518,8 +655,15 @@ def test_through_onnx_frontend() -> None:
     nodes = [
         helper.make_node("Conv", ["x", "w1", "b1"], ["c"], pads=[1, 1, 1, 1], group=2),
         helper.make_node("Relu", ["c"], ["r"]),
-        helper.make_node("AveragePool", ["r"], ["p"], kernel_shape=[3, 3], strides=[2, 2],
-                         pads=[1, 1, 1, 1], ceil_mode=1),
+        helper.make_node(
+            "AveragePool",
+            ["r"],
+            ["p"],
+            kernel_shape=[3, 3],
+            strides=[2, 2],
+            pads=[1, 1, 1, 1],
+            ceil_mode=1,
+        ),
         helper.make_node("Flatten", ["p"], ["f"]),
         helper.make_node("Gemm", ["w2", "f"], ["m"], transB=1),
         helper.make_node("Transpose", ["m"], ["t"], perm=[1, 0]),
@@ -527,8 +671,12 @@ def test_through_onnx_frontend() -> None:
     ]
     inits = [numpy_helper.from_array(a, n) for a, n in ((w1, "w1"), (b1, "b1"), (w2, "w2"))]
     graph = helper.make_graph(
-        nodes, "cnn", [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1, 2, 4, 4])],
-        [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, None)], inits)
+        nodes,
+        "cnn",
+        [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1, 2, 4, 4])],
+        [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, None)],
+        inits,
+    )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
     model.ir_version = 8
     x = rand(1, 2, 4, 4)

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,10 +12,16 @@ from xdsl.dialects.builtin import IntegerAttr, MemRefType, ModuleOp, TensorType
 from xdsl.dialects.linalg.ops import GenericOp
 from xdsl.ir import Operation, SSAValue
 
-sys.path.insert(0, str(Path(__file__).parent))
-
-from buffer_level_eval import BufferLevelEvaluator  # noqa: E402
-from bufferize_cases import (  # noqa: E402
+from dialects.attributes import MEMORY_PLAN_ATTR
+from passes.transforms.bufferize import BufferizePass, is_copy
+from passes.transforms.memory_plan import (
+    BufferRequest,
+    check_plan,
+    plan_bump,
+    plan_greedy_by_size,
+)
+from tests.support.buffer_level_eval import BufferLevelEvaluator
+from tests.support.bufferize_cases import (
     CASES,
     ELEMENTWISE,
     HDR,
@@ -28,14 +32,6 @@ from bufferize_cases import (  # noqa: E402
     context,
     parse,
     unary,
-)
-
-from passes.transforms.bufferize import MEMORY_PLAN_ATTR, BufferizePass, is_copy  # noqa: E402
-from passes.transforms.memory_plan import (  # noqa: E402
-    BufferRequest,
-    check_plan,
-    plan_bump,
-    plan_greedy_by_size,
 )
 
 MLIR_OPT = shutil.which("mlir-opt-22")

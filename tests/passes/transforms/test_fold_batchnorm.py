@@ -3,9 +3,6 @@ per-channel scale and shift; the compiled numerics stay within 1e-5 of the origi
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import numpy as np
 import onnx
 import pytest
@@ -13,13 +10,10 @@ from onnx import TensorProto, helper, numpy_helper
 from xdsl.builder import Builder
 from xdsl.ir import Operation, SSAValue
 
-sys.path.insert(0, str(Path(__file__).parent))
-
-from graph_build import apply_and_compare, build, op_names  # noqa: E402
-
-from compiler.frontend.onnx import import_onnx  # noqa: E402
-from dialects import graph as g  # noqa: E402
-from passes.transforms.fold_batchnorm import FoldBatchnormPass  # noqa: E402
+from compiler.frontend.onnx import import_onnx
+from dialects import graph as g
+from passes.transforms.fold_batchnorm import FoldBatchnormPass
+from tests.support.graph_build import apply_and_compare, build, op_names
 
 rng = np.random.default_rng(2)
 
@@ -33,8 +27,16 @@ def c(b: Builder, a: np.ndarray) -> SSAValue:
 
 
 def bn(b: Builder, x: SSAValue | Operation, ch: int, eps: float = 1e-5) -> Operation:
-    return b.insert(g.BatchNormOp(x, c(b, rand(ch, lo=0.5, hi=2)), c(b, rand(ch)), c(b, rand(ch)),
-                                  c(b, rand(ch, lo=0.1, hi=2)), epsilon=eps))
+    return b.insert(
+        g.BatchNormOp(
+            x,
+            c(b, rand(ch, lo=0.5, hi=2)),
+            c(b, rand(ch)),
+            c(b, rand(ch)),
+            c(b, rand(ch, lo=0.1, hi=2)),
+            epsilon=eps,
+        )
+    )
 
 
 @pytest.mark.parametrize("bias", [True, False])
@@ -47,8 +49,13 @@ def test_conv(bias: bool, props: dict) -> None:
 
     m = build([(2, 4, 7, 7)], fn)
     apply_and_compare(m, FoldBatchnormPass())
-    assert op_names(m) == ["graph.constant", "graph.constant", "graph.conv", "graph.relu",
-                           "func.return"]
+    assert op_names(m) == [
+        "graph.constant",
+        "graph.constant",
+        "graph.conv",
+        "graph.relu",
+        "func.return",
+    ]
 
 
 @pytest.mark.parametrize("trans_b", [0, 1])
@@ -60,8 +67,16 @@ def test_gemm(trans_b: int, cshape: tuple[int, ...] | None, beta: float) -> None
     sc, t, mu, var = rand(5, lo=0.5, hi=2), rand(5), rand(5), rand(5, lo=0.1, hi=2)
 
     def fn(b: Builder, a: list[SSAValue]) -> list[Operation]:
-        y = b.insert(g.GemmOp(a[0], c(b, w), None if cv is None else c(b, cv), alpha=1.5,
-                              beta=beta, trans_b=trans_b))
+        y = b.insert(
+            g.GemmOp(
+                a[0],
+                c(b, w),
+                None if cv is None else c(b, cv),
+                alpha=1.5,
+                beta=beta,
+                trans_b=trans_b,
+            )
+        )
         return [b.insert(g.BatchNormOp(y, c(b, sc), c(b, t), c(b, mu), c(b, var)))]
 
     m = build([(3, 4)], fn)
@@ -86,8 +101,13 @@ def test_matmul_and_float64_reference() -> None:
 
     m = build([(3, 4)], fn)
     out = apply_and_compare(m, FoldBatchnormPass())[0]
-    assert op_names(m) == ["graph.constant", "graph.matmul", "graph.constant", "graph.add",
-                           "func.return"]
+    assert op_names(m) == [
+        "graph.constant",
+        "graph.matmul",
+        "graph.constant",
+        "graph.add",
+        "func.return",
+    ]
     x = np.random.default_rng(0).standard_normal((3, 4))
     y = x @ w.astype(np.float64)
     ref = (y - mu) / np.sqrt(var.astype(np.float64) + np.float32(1e-3)) * s + t
@@ -99,11 +119,18 @@ def test_scale_shift(shape: tuple[int, ...]) -> None:
     """No foldable producer: x * s + t with (C, 1, ...) constants."""
     m = build([shape], lambda b, a: [bn(b, a[0], 3)])
     apply_and_compare(m, FoldBatchnormPass())
-    assert op_names(m) == ["graph.constant", "graph.constant", "graph.mul", "graph.add",
-                           "func.return"]
+    assert op_names(m) == [
+        "graph.constant",
+        "graph.constant",
+        "graph.mul",
+        "graph.add",
+        "func.return",
+    ]
     consts = [op for op in m.walk() if isinstance(op, g.ConstantOp)]
-    assert all(op.results[0].type.get_shape() == (3,) + (1,) * (len(shape) - 2)  # type: ignore[attr-defined]
-               for op in consts)
+    assert all(
+        op.results[0].type.get_shape() == (3,) + (1,) * (len(shape) - 2)  # type: ignore[attr-defined]
+        for op in consts
+    )
 
 
 def test_conv_with_second_user_is_not_folded() -> None:
@@ -134,20 +161,36 @@ def test_non_constant_weight_or_params() -> None:
 def test_onnx_conv_bn_relu() -> None:
     w = numpy_helper.from_array(rand(4, 3, 3, 3), "w")
     b = numpy_helper.from_array(rand(4), "b")
-    ps = [numpy_helper.from_array(a, n) for a, n in (
-        (rand(4, lo=0.5, hi=2), "s"), (rand(4), "t"), (rand(4), "mu"), (rand(4, lo=0.1), "var"))]
-    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["y"], pads=[1, 1, 1, 1]),
-             helper.make_node("BatchNormalization", ["y", "s", "t", "mu", "var"], ["z"]),
-             helper.make_node("Relu", ["z"], ["out"])]
+    ps = [
+        numpy_helper.from_array(a, n)
+        for a, n in (
+            (rand(4, lo=0.5, hi=2), "s"),
+            (rand(4), "t"),
+            (rand(4), "mu"),
+            (rand(4, lo=0.1), "var"),
+        )
+    ]
+    nodes = [
+        helper.make_node("Conv", ["x", "w", "b"], ["y"], pads=[1, 1, 1, 1]),
+        helper.make_node("BatchNormalization", ["y", "s", "t", "mu", "var"], ["z"]),
+        helper.make_node("Relu", ["z"], ["out"]),
+    ]
     graph = helper.make_graph(
-        nodes, "cbr", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])],
-        [helper.make_tensor_value_info("out", TensorProto.FLOAT, [1, 4, 8, 8])], [w, b, *ps])
+        nodes,
+        "cbr",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])],
+        [helper.make_tensor_value_info("out", TensorProto.FLOAT, [1, 4, 8, 8])],
+        [w, b, *ps],
+    )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     onnx.checker.check_model(model)
     m = import_onnx(model)
     apply_and_compare(m, FoldBatchnormPass())
-    assert [n for n in op_names(m) if n != "graph.constant"] == ["graph.conv", "graph.relu",
-                                                                 "func.return"]
+    assert [n for n in op_names(m) if n != "graph.constant"] == [
+        "graph.conv",
+        "graph.relu",
+        "func.return",
+    ]
 
 
 def test_shared_parameter_constant() -> None:

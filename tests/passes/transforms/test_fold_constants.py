@@ -3,21 +3,16 @@ and what must stay (non-constant operands, conv, results over max_elements) stay
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
-from pathlib import Path
 
 import numpy as np
 import pytest
 from xdsl.builder import Builder
 from xdsl.ir import Operation, SSAValue
 
-sys.path.insert(0, str(Path(__file__).parent))
-
-from graph_build import apply_and_compare, build, op_names  # noqa: E402
-
-from dialects import graph as g  # noqa: E402
-from passes.transforms.fold_constants import NUMPY_SEMANTICS, FoldConstantsPass  # noqa: E402
+from dialects import graph as g
+from passes.transforms.fold_constants import NUMPY_SEMANTICS, FoldConstantsPass
+from tests.support.graph_build import apply_and_compare, build, op_names
 
 rng = np.random.default_rng(1)
 
@@ -38,42 +33,74 @@ def un(cls: type[g.GraphOp], lo: float = -2.0, hi: float = 2.0, **props: object)
 
 
 def bin_(cls: type[g.GraphOp], lo: float = -2.0, hi: float = 2.0) -> Case:
-    return lambda b: b.insert(cls(c(b, rand(2, 3, 4, lo=lo, hi=hi)), c(b, rand(3, 1, lo=0.5, hi=2))))
+    return lambda b: b.insert(
+        cls(c(b, rand(2, 3, 4, lo=lo, hi=hi)), c(b, rand(3, 1, lo=0.5, hi=2)))
+    )
 
 
 CASES: dict[str, Case] = {
-    "add": bin_(g.AddOp), "sub": bin_(g.SubOp), "mul": bin_(g.MulOp), "div": bin_(g.DivOp),
+    "add": bin_(g.AddOp),
+    "sub": bin_(g.SubOp),
+    "mul": bin_(g.MulOp),
+    "div": bin_(g.DivOp),
     "pow": bin_(g.PowOp, lo=0.1, hi=3.0),
-    "sqrt": un(g.SqrtOp, lo=0.0), "exp": un(g.ExpOp), "log": un(g.LogOp, lo=0.1), "neg": un(g.NegOp),
-    "abs": un(g.AbsOp), "reciprocal": un(g.ReciprocalOp, lo=0.5), "relu": un(g.ReluOp),
-    "sigmoid": un(g.SigmoidOp), "tanh": un(g.TanhOp), "erf": un(g.ErfOp),
-    "hard_swish": un(g.HardSwishOp, lo=-5, hi=5), "leaky_relu": un(g.LeakyReluOp, alpha=0.2),
-    "hard_sigmoid": un(g.HardSigmoidOp, lo=-4, hi=4), "clip": un(g.ClipOp, min=-0.5, max=0.7),
-    "gelu": un(g.GeluOp), "gelu_tanh": un(g.GeluOp, approximate="tanh"),
-    "identity": un(g.IdentityOp), "dropout": un(g.DropoutOp),
+    "sqrt": un(g.SqrtOp, lo=0.0),
+    "exp": un(g.ExpOp),
+    "log": un(g.LogOp, lo=0.1),
+    "neg": un(g.NegOp),
+    "abs": un(g.AbsOp),
+    "reciprocal": un(g.ReciprocalOp, lo=0.5),
+    "relu": un(g.ReluOp),
+    "sigmoid": un(g.SigmoidOp),
+    "tanh": un(g.TanhOp),
+    "erf": un(g.ErfOp),
+    "hard_swish": un(g.HardSwishOp, lo=-5, hi=5),
+    "leaky_relu": un(g.LeakyReluOp, alpha=0.2),
+    "hard_sigmoid": un(g.HardSigmoidOp, lo=-4, hi=4),
+    "clip": un(g.ClipOp, min=-0.5, max=0.7),
+    "gelu": un(g.GeluOp),
+    "gelu_tanh": un(g.GeluOp, approximate="tanh"),
+    "identity": un(g.IdentityOp),
+    "dropout": un(g.DropoutOp),
     "cast": lambda b: b.insert(g.CastOp(c(b, np.arange(-3, 5, dtype=np.int64)))),
     "matmul": lambda b: b.insert(g.MatmulOp(c(b, rand(2, 3, 4)), c(b, rand(4, 5)))),
-    "gemm": lambda b: b.insert(g.GemmOp(c(b, rand(4, 3)), c(b, rand(5, 4)), c(b, rand(5)),
-                                        alpha=0.5, beta=2.0, trans_a=1, trans_b=1)),
-    "softmax": un(g.SoftmaxOp, axis=2), "log_softmax": un(g.LogSoftmaxOp, axis=1),
-    "layer_norm": lambda b: b.insert(g.LayerNormOp(c(b, rand(2, 3, 4)), c(b, rand(3, 4)),
-                                                   c(b, rand(4)), axis=1)),
-    "batch_norm": lambda b: b.insert(g.BatchNormOp(
-        c(b, rand(2, 3, 4)), c(b, rand(3)), c(b, rand(3)), c(b, rand(3)), c(b, rand(3, lo=0.1)))),
+    "gemm": lambda b: b.insert(
+        g.GemmOp(
+            c(b, rand(4, 3)),
+            c(b, rand(5, 4)),
+            c(b, rand(5)),
+            alpha=0.5,
+            beta=2.0,
+            trans_a=1,
+            trans_b=1,
+        )
+    ),
+    "softmax": un(g.SoftmaxOp, axis=2),
+    "log_softmax": un(g.LogSoftmaxOp, axis=1),
+    "layer_norm": lambda b: b.insert(
+        g.LayerNormOp(c(b, rand(2, 3, 4)), c(b, rand(3, 4)), c(b, rand(4)), axis=1)
+    ),
+    "batch_norm": lambda b: b.insert(
+        g.BatchNormOp(
+            c(b, rand(2, 3, 4)), c(b, rand(3)), c(b, rand(3)), c(b, rand(3)), c(b, rand(3, lo=0.1))
+        )
+    ),
     "global_avg_pool": lambda b: b.insert(g.GlobalAvgPoolOp(c(b, rand(1, 2, 3, 4)))),
     "global_max_pool": lambda b: b.insert(g.GlobalMaxPoolOp(c(b, rand(1, 2, 3, 4)))),
     "reduce_mean": un(g.ReduceMeanOp, axes=[0, 2]),
     "reduce_sum": un(g.ReduceSumOp, axes=[1], keepdims=0),
     "reduce_max": un(g.ReduceMaxOp),
     "reshape": lambda b: b.insert(g.ReshapeOp(c(b, rand(2, 3, 4)), [4, 6])),
-    "flatten": un(g.FlattenOp, axis=2), "squeeze": lambda b: b.insert(
-        g.SqueezeOp(c(b, rand(2, 1, 4)), axes=[1])),
-    "unsqueeze": un(g.UnsqueezeOp, axes=[0, 3]), "transpose": un(g.TransposeOp, perm=[2, 0, 1]),
+    "flatten": un(g.FlattenOp, axis=2),
+    "squeeze": lambda b: b.insert(g.SqueezeOp(c(b, rand(2, 1, 4)), axes=[1])),
+    "unsqueeze": un(g.UnsqueezeOp, axes=[0, 3]),
+    "transpose": un(g.TransposeOp, perm=[2, 0, 1]),
     "concat": lambda b: b.insert(g.ConcatOp([c(b, rand(2, 3)), c(b, rand(2, 5))], axis=1)),
     "split": un(g.SplitOp, axis=2, sizes=[1, 3]),
     "slice": un(g.SliceOp, starts=[1, 2, 0], ends=[2, -1, 4], steps=[1, -1, 2]),
-    "gather": lambda b: b.insert(g.GatherOp(c(b, rand(2, 3, 4)), c(b, np.array([[2, -1], [0, 0]])),
-                                            axis=1)),
+    "gather": lambda b: b.insert(
+        g.GatherOp(c(b, rand(2, 3, 4)), c(b, np.array([[2, -1], [0, 0]])), axis=1)
+    ),
     "pad": un(g.PadOp, pads=[1, -1, 0, 0, 2, 1], value=1.5),
     "shape": lambda b: b.insert(g.CastOp(b.insert(g.ShapeOp(c(b, rand(2, 3, 4)))))),
 }
@@ -168,7 +195,7 @@ def test_max_elements() -> None:
 
 
 def test_pass_spec() -> None:
-    from compiler.model import make_pass
+    from compiler.pass_runner import make_pass
 
     p = make_pass("fold-constants{max_elements=8}")
     assert isinstance(p, FoldConstantsPass) and p.max_elements == 8

@@ -48,8 +48,11 @@ def names(module: ModuleOp) -> list[str]:
 
 
 def inner(op: g.FusedOp) -> list[str]:
-    return [o.name.removeprefix("graph.") for o in op.block.ops
-            if not isinstance(o, g.ConstantOp | g.YieldOp)]
+    return [
+        o.name.removeprefix("graph.")
+        for o in op.block.ops
+        if not isinstance(o, g.ConstantOp | g.YieldOp)
+    ]
 
 
 def test_resnet18_one_group_per_conv() -> None:
@@ -65,15 +68,24 @@ def test_resnet18_one_group_per_conv() -> None:
         assert all(not isinstance(v.owner, g.ConstantOp) for v in f.inputs)
         assert isinstance(f.block.first_op, g.ConstantOp)
     epilogues = Counter(f.kernel_name.data for f in convs)
-    assert epilogues == {"conv+batch_norm+relu": 9, "conv+batch_norm+add+relu": 8,
-                         "conv+batch_norm": 3}
+    assert epilogues == {
+        "conv+batch_norm+relu": 9,
+        "conv+batch_norm+add+relu": 8,
+        "conv+batch_norm": 3,
+    }
     rest = [f.kernel_name.data for f in groups if f not in convs]
     assert rest == ["max_pool", "global_avg_pool", "gemm"]
     assert [f.pattern.data for f in groups if f not in convs] == [
-        "out_fusable", "reduction", "out_fusable"]
+        "out_fusable",
+        "reduction",
+        "out_fusable",
+    ]
     # nothing but the fused ops, the flatten between pool and gemm, and the return is left
-    assert Counter(op.name for op in top(m)) == {"graph.fused": 23, "graph.flatten": 1,
-                                                 "func.return": 1}
+    assert Counter(op.name for op in top(m)) == {
+        "graph.fused": 23,
+        "graph.flatten": 1,
+        "func.return": 1,
+    }
 
 
 def test_mlp_gemm_relu() -> None:
@@ -101,8 +113,7 @@ W = "tensor<4x4x3x3xf32>"
 
 
 def conv(res: str, x: str) -> str:
-    return (f"{res} = graph.conv {x}, %w {{pads = array<i64: 1, 1, 1, 1>}} : "
-            f"({T}, {W}) -> {T}")
+    return f"{res} = graph.conv {x}, %w {{pads = array<i64: 1, 1, 1, 1>}} : ({T}, {W}) -> {T}"
 
 
 def module(body: str, results: str = "%r", n_results: int = 1) -> ModuleOp:
@@ -116,9 +127,18 @@ func.func @main(%x: {T}, %y: {T}) -> ({ret_types}) {{
 
 
 def test_conv_feeding_two_convs_gets_no_epilogue() -> None:
-    m = fuse(module("\n  ".join([
-        conv("%c0", "%x"), conv("%c1", "%c0"), conv("%c2", "%c0"),
-        f"%r = graph.add %c1, %c2 : ({T}, {T}) -> {T}"])))
+    m = fuse(
+        module(
+            "\n  ".join(
+                [
+                    conv("%c0", "%x"),
+                    conv("%c1", "%c0"),
+                    conv("%c2", "%c0"),
+                    f"%r = graph.add %c1, %c2 : ({T}, {T}) -> {T}",
+                ]
+            )
+        )
+    )
     assert names(m) == ["conv", "conv", "conv+add"]
     assert [len(f.inputs) for f in fused(m)] == [1, 1, 2]
     # the weight is cloned into every group and the original is gone
@@ -127,10 +147,19 @@ def test_conv_feeding_two_convs_gets_no_epilogue() -> None:
 
 
 def test_elementwise_with_outside_user_is_the_exit() -> None:
-    m = fuse(module("\n  ".join([
-        conv("%c", "%x"),
-        f"%relu = graph.relu %c : ({T}) -> {T}",
-        f"%r = graph.neg %relu : ({T}) -> {T}"]), "%r, %relu", 2))
+    m = fuse(
+        module(
+            "\n  ".join(
+                [
+                    conv("%c", "%x"),
+                    f"%relu = graph.relu %c : ({T}) -> {T}",
+                    f"%r = graph.neg %relu : ({T}) -> {T}",
+                ]
+            ),
+            "%r, %relu",
+            2,
+        )
+    )
     assert names(m) == ["conv+relu"]
     assert [op.name for op in top(m)] == ["graph.fused", "graph.neg", "func.return"]
     f = fused(m)[0]
@@ -139,31 +168,46 @@ def test_elementwise_with_outside_user_is_the_exit() -> None:
 
 
 def test_conv_result_escaping_keeps_epilogue_out() -> None:
-    m = fuse(module("\n  ".join([
-        conv("%c", "%x"),
-        f"%r = graph.relu %c : ({T}) -> {T}"]), "%r, %c", 2))
+    m = fuse(
+        module("\n  ".join([conv("%c", "%x"), f"%r = graph.relu %c : ({T}) -> {T}"]), "%r, %c", 2)
+    )
     assert names(m) == ["conv"]
     assert [op.name for op in top(m)] == ["graph.fused", "graph.relu", "func.return"]
 
 
 def test_no_fusion_across_softmax() -> None:
-    m = fuse(module("\n  ".join([
-        f"%a = graph.add %x, %y : ({T}, {T}) -> {T}",
-        f"%s = graph.softmax %a {{axis = 3 : i64}} : ({T}) -> {T}",
-        f"%e = graph.exp %s : ({T}) -> {T}",
-        f"%r = graph.neg %e : ({T}) -> {T}"])))
+    m = fuse(
+        module(
+            "\n  ".join(
+                [
+                    f"%a = graph.add %x, %y : ({T}, {T}) -> {T}",
+                    f"%s = graph.softmax %a {{axis = 3 : i64}} : ({T}) -> {T}",
+                    f"%e = graph.exp %s : ({T}) -> {T}",
+                    f"%r = graph.neg %e : ({T}) -> {T}",
+                ]
+            )
+        )
+    )
     assert names(m) == ["exp+neg"]
-    assert [op.name for op in top(m)] == ["graph.constant", "graph.add", "graph.softmax",
-                                          "graph.fused", "func.return"]
+    assert [op.name for op in top(m)] == [
+        "graph.constant",
+        "graph.add",
+        "graph.softmax",
+        "graph.fused",
+        "func.return",
+    ]
     assert fused(m)[0].pattern.data == "elementwise"
 
 
 def test_diamond() -> None:
-    body = "\n  ".join([
-        f"%a = graph.relu %x : ({T}) -> {T}",
-        f"%b = graph.exp %a : ({T}) -> {T}",
-        f"%c = graph.neg %a : ({T}) -> {T}",
-        f"%r = graph.mul %b, %c : ({T}, {T}) -> {T}"])
+    body = "\n  ".join(
+        [
+            f"%a = graph.relu %x : ({T}) -> {T}",
+            f"%b = graph.exp %a : ({T}) -> {T}",
+            f"%c = graph.neg %a : ({T}) -> {T}",
+            f"%r = graph.mul %b, %c : ({T}, {T}) -> {T}",
+        ]
+    )
     m = fuse(module(body))
     assert names(m) == ["relu+exp+neg+mul"]
     assert fused(m)[0].pattern.data == "broadcast"
@@ -171,13 +215,16 @@ def test_diamond() -> None:
     m = fuse(module(body, "%r, %b", 2))
     for f in fused(m):
         assert not {"relu", "exp"} <= set(inner(f))
-    assert Counter(op.name for op in top(m))["graph.exp"] + sum(
-        "exp" in inner(f) for f in fused(m)) == 1
+    assert (
+        Counter(op.name for op in top(m))["graph.exp"] + sum("exp" in inner(f) for f in fused(m))
+        == 1
+    )
 
 
 def test_pad_joins_conv_and_reduction_prologue() -> None:
     P = "tensor<1x4x10x10xf32>"
-    m = fuse(parse(f"""
+    m = fuse(
+        parse(f"""
 func.func @main(%x: {T}) -> tensor<1x4x1x1xf32> {{
   %w = graph.constant dense<0.5> : {W}
   %p = graph.pad %x {{pads = array<i64: 0, 0, 1, 1, 0, 0, 1, 1>}} : ({T}) -> {P}
@@ -189,17 +236,22 @@ func.func @main(%x: {T}) -> tensor<1x4x1x1xf32> {{
   %r = graph.reduce_mean %q {{axes = array<i64: 2, 3>}} : ({T}) -> tensor<1x4x1x1xf32>
   %o = graph.add %r, %m : (tensor<1x4x1x1xf32>, {T}) -> {T}
   func.return %r : tensor<1x4x1x1xf32>
-}}"""))
+}}""")
+    )
     # the dead add post-dominates the conv's diamond, so it joins as the exit
     assert names(m) == ["sqrt+reduce_mean", "pad+conv+exp+sigmoid+mul+add"]
     assert [f.pattern.data for f in fused(m)] == ["reduction", "out_fusable"]
 
 
 def test_max_group_size_and_idempotence() -> None:
-    body = "\n  ".join([f"%a = graph.relu %x : ({T}) -> {T}",
-                        f"%b = graph.exp %a : ({T}) -> {T}",
-                        f"%c = graph.neg %b : ({T}) -> {T}",
-                        f"%r = graph.abs %c : ({T}) -> {T}"])
+    body = "\n  ".join(
+        [
+            f"%a = graph.relu %x : ({T}) -> {T}",
+            f"%b = graph.exp %a : ({T}) -> {T}",
+            f"%c = graph.neg %b : ({T}) -> {T}",
+            f"%r = graph.abs %c : ({T}) -> {T}",
+        ]
+    )
     m = fuse(module(body), max_group_size=2)
     assert names(m) == ["relu+exp", "neg+abs"]
     text = str(m)

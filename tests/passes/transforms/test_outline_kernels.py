@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -11,13 +10,10 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.dialects.linalg.ops import FillOp, GenericOp
 
-sys.path.insert(0, str(Path(__file__).parent))
-
-from buffer_level_eval import BufferLevelEvaluator  # noqa: E402
-from bufferize_cases import CASES, HDR, T23, X23, binary, context, parse, unary  # noqa: E402
-
-from passes.transforms.bufferize import BufferizePass  # noqa: E402
-from passes.transforms.outline_kernels import OutlineKernelsPass  # noqa: E402
+from passes.transforms.bufferize import BufferizePass
+from passes.transforms.outline_kernels import OutlineKernelsPass
+from tests.support.buffer_level_eval import BufferLevelEvaluator
+from tests.support.bufferize_cases import CASES, HDR, T23, X23, binary, context, parse, unary
 
 
 def lower(src: str) -> ModuleOp:
@@ -100,23 +96,48 @@ def _view_chain_models() -> dict[str, object]:
     shape = numpy_helper.from_array(np.array([3, 2, 2], np.int64), "shape")
     return {
         "relu-unsqueeze-squeeze-relu": model(
-            [node("Relu", ["x"], ["a"]), node("Unsqueeze", ["a", "axes"], ["b"]),
-             node("Squeeze", ["b", "axes"], ["c"]), node("Relu", ["c"], ["y"])],
-            [vi("x", [1, 4])], [vi("y", [1, 4])], [axes],
+            [
+                node("Relu", ["x"], ["a"]),
+                node("Unsqueeze", ["a", "axes"], ["b"]),
+                node("Squeeze", ["b", "axes"], ["c"]),
+                node("Relu", ["c"], ["y"]),
+            ],
+            [vi("x", [1, 4])],
+            [vi("y", [1, 4])],
+            [axes],
         ),
         "reshape-flatten-chain": model(
-            [node("Relu", ["x"], ["a"]), node("Reshape", ["a", "shape"], ["b"]), node("Relu", ["b"], ["c"]),
-             node("Flatten", ["c"], ["d"], axis=1), node("Relu", ["d"], ["y"])],
-            [vi("x", [2, 6])], [vi("y", [3, 4])], [shape],
+            [
+                node("Relu", ["x"], ["a"]),
+                node("Reshape", ["a", "shape"], ["b"]),
+                node("Relu", ["b"], ["c"]),
+                node("Flatten", ["c"], ["d"], axis=1),
+                node("Relu", ["d"], ["y"]),
+            ],
+            [vi("x", [2, 6])],
+            [vi("y", [3, 4])],
+            [shape],
         ),
         "view-is-an-output": model(
-            [node("Relu", ["x"], ["a"]), node("Unsqueeze", ["a", "axes"], ["b"]),
-             node("Squeeze", ["b", "axes"], ["c"]), node("Relu", ["c"], ["y"])],
-            [vi("x", [1, 4])], [vi("y", [1, 4]), vi("b", [1, 1, 4])], [axes],
+            [
+                node("Relu", ["x"], ["a"]),
+                node("Unsqueeze", ["a", "axes"], ["b"]),
+                node("Squeeze", ["b", "axes"], ["c"]),
+                node("Relu", ["c"], ["y"]),
+            ],
+            [vi("x", [1, 4])],
+            [vi("y", [1, 4]), vi("b", [1, 1, 4])],
+            [axes],
         ),
         "view-of-an-input": model(
-            [node("Unsqueeze", ["x", "axes"], ["a"]), node("Relu", ["a"], ["b"]), node("Squeeze", ["b", "axes"], ["y"])],
-            [vi("x", [1, 4])], [vi("y", [1, 4])], [axes],
+            [
+                node("Unsqueeze", ["x", "axes"], ["a"]),
+                node("Relu", ["a"], ["b"]),
+                node("Squeeze", ["b", "axes"], ["y"]),
+            ],
+            [vi("x", [1, 4])],
+            [vi("y", [1, 4])],
+            [axes],
         ),
     }
 
@@ -130,7 +151,9 @@ def test_views_inside_fusion_groups_match_onnxruntime(name: str) -> None:
     from compiler.model import compile_model
 
     m = _view_chain_models()[name]
-    x = np.random.default_rng(0).standard_normal([d.dim_value for d in m.graph.input[0].type.tensor_type.shape.dim])
+    x = np.random.default_rng(0).standard_normal(
+        [d.dim_value for d in m.graph.input[0].type.tensor_type.shape.dim]
+    )
     feeds = {"x": x.astype(np.float32)}
     session = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
     want = dict(zip([o.name for o in m.graph.output], session.run(None, feeds), strict=True))
@@ -144,9 +167,11 @@ def test_views_inside_fusion_groups_match_onnxruntime(name: str) -> None:
 def test_view_read_after_the_kernel_keeps_its_base_in_main_and_public() -> None:
     """The view's base stays in @main and the buffer it views is no private argument."""
     from compiler.model import make_context
-    from passes.transforms.outline_kernels import PRIVATE_ARGS_ATTR
+    from dialects.attributes import PRIVATE_ARGS_ATTR
 
-    src = (Path(__file__).parents[3] / "lit_tests/passes/transforms/outline-kernels-views.mlir").read_text()
+    src = (
+        Path(__file__).parents[3] / "lit_tests/passes/transforms/outline-kernels-views.mlir"
+    ).read_text()
     for chunk in src.split("// -----"):
         module = parse(chunk)
         OutlineKernelsPass().apply(make_context(), module)

@@ -3,23 +3,17 @@ and look-alikes that are not no-ops stay."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 from onnx import TensorProto, helper
 from xdsl.builder import Builder
 from xdsl.ir import Operation, SSAValue
 
-sys.path.insert(0, str(Path(__file__).parent))
-
-from graph_build import apply_and_compare, build, op_names  # noqa: E402
-
-from compiler.frontend.onnx import import_onnx  # noqa: E402
-from dialects import graph as g  # noqa: E402
-from passes.transforms.fold_constants import prop  # noqa: E402
-from passes.transforms.simplify import SimplifyPass  # noqa: E402
+from compiler.frontend.onnx import import_onnx
+from dialects import graph as g
+from passes.transforms.fold_constants import prop
+from passes.transforms.simplify import SimplifyPass
+from tests.support.graph_build import apply_and_compare, build, op_names
 
 
 def c(b: Builder, a: np.ndarray) -> SSAValue:
@@ -35,8 +29,9 @@ NOOPS = {
     "squeeze": lambda b, x: b.insert(g.SqueezeOp(x, axes=[])),
     "unsqueeze": lambda b, x: b.insert(g.UnsqueezeOp(x, axes=[])),
     "transpose": lambda b, x: b.insert(g.TransposeOp(x, perm=[0, 1])),
-    "transpose2": lambda b, x: b.insert(g.TransposeOp(b.insert(g.TransposeOp(x, perm=[1, 0])),
-                                                      perm=[1, 0])),
+    "transpose2": lambda b, x: b.insert(
+        g.TransposeOp(b.insert(g.TransposeOp(x, perm=[1, 0])), perm=[1, 0])
+    ),
     "pad": lambda b, x: b.insert(g.PadOp(x, pads=[0, 0, 0, 0])),
     "mul1": lambda b, x: b.insert(g.MulOp(x, c(b, np.ones(3)))),
     "1mul": lambda b, x: b.insert(g.MulOp(c(b, np.ones((1, 1))), x)),
@@ -57,18 +52,30 @@ def test_noop_removed(name: str) -> None:
 
 KEPT = {
     # broadcasting grows x: x * ones(2, 3) with x (3,) is a broadcast, not a no-op
-    "mul_broadcast": ([(3,)], lambda b, a: b.insert(g.MulOp(a[0], c(b, np.ones((2, 3))))),
-                      "graph.mul"),
-    "add_broadcast": ([(3,)], lambda b, a: b.insert(g.AddOp(c(b, np.zeros((4, 1))), a[0])),
-                      "graph.add"),
+    "mul_broadcast": (
+        [(3,)],
+        lambda b, a: b.insert(g.MulOp(a[0], c(b, np.ones((2, 3))))),
+        "graph.mul",
+    ),
+    "add_broadcast": (
+        [(3,)],
+        lambda b, a: b.insert(g.AddOp(c(b, np.zeros((4, 1))), a[0])),
+        "graph.add",
+    ),
     "zero_minus_x": ([(3,)], lambda b, a: b.insert(g.SubOp(c(b, [0.0]), a[0])), "graph.sub"),
     "one_over_x": ([(3,)], lambda b, a: b.insert(g.DivOp(c(b, [1.0]), a[0])), "graph.div"),
-    "not_all_ones": ([(3,)], lambda b, a: b.insert(g.MulOp(a[0], c(b, [1.0, 2.0, 1.0]))),
-                     "graph.mul"),
+    "not_all_ones": (
+        [(3,)],
+        lambda b, a: b.insert(g.MulOp(a[0], c(b, [1.0, 2.0, 1.0]))),
+        "graph.mul",
+    ),
     "non_constant": ([(3,), (3,)], lambda b, a: b.insert(g.MulOp(a[0], a[1])), "graph.mul"),
     "pad": ([(3,)], lambda b, a: b.insert(g.PadOp(a[0], pads=[1, 0])), "graph.pad"),
-    "transpose": ([(2, 3)], lambda b, a: b.insert(g.TransposeOp(a[0], perm=[1, 0])),
-                  "graph.transpose"),
+    "transpose": (
+        [(2, 3)],
+        lambda b, a: b.insert(g.TransposeOp(a[0], perm=[1, 0])),
+        "graph.transpose",
+    ),
     "reshape": ([(2, 3)], lambda b, a: b.insert(g.ReshapeOp(a[0], [3, 2])), "graph.reshape"),
 }
 
@@ -128,14 +135,19 @@ def test_reshapes_compose() -> None:
 
 
 def test_onnx_model() -> None:
-    nodes = [helper.make_node("Identity", ["x"], ["a"]),
-             helper.make_node("Dropout", ["a"], ["b"]),
-             helper.make_node("Transpose", ["b"], ["c"], perm=[0, 2, 1]),
-             helper.make_node("Transpose", ["c"], ["d"], perm=[0, 2, 1]),
-             helper.make_node("Relu", ["d"], ["out"])]
+    nodes = [
+        helper.make_node("Identity", ["x"], ["a"]),
+        helper.make_node("Dropout", ["a"], ["b"]),
+        helper.make_node("Transpose", ["b"], ["c"], perm=[0, 2, 1]),
+        helper.make_node("Transpose", ["c"], ["d"], perm=[0, 2, 1]),
+        helper.make_node("Relu", ["d"], ["out"]),
+    ]
     graph = helper.make_graph(
-        nodes, "s", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 4])],
-        [helper.make_tensor_value_info("out", TensorProto.FLOAT, [1, 3, 4])])
+        nodes,
+        "s",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 4])],
+        [helper.make_tensor_value_info("out", TensorProto.FLOAT, [1, 3, 4])],
+    )
     m = import_onnx(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]))
     apply_and_compare(m, SimplifyPass())
     assert op_names(m) == ["graph.relu", "func.return"]

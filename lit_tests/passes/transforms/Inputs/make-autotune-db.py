@@ -23,7 +23,11 @@ from dialects.sched import ScheduleAttr
 from passes.analysis.kernel_access import analyze_kernel
 
 HERE = Path(__file__).resolve().parent
-WIDTHS = (16, 8, 4)  # AVX-512, AVX/AVX2, anything else: one record each, so that one applies anywhere
+WIDTHS = (
+    16,
+    8,
+    4,
+)  # AVX-512, AVX/AVX2, anything else: one record each, so that one applies anywhere
 SEED = 4
 TIMESTAMP = 1_750_000_000.0  # fixed, so that regenerating gives the same file
 

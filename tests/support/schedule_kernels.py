@@ -1,0 +1,97 @@
+"""Small buffer-level kernels for the tests of passes/schedule/, parsed without the compiler."""
+
+from __future__ import annotations
+
+from xdsl.context import Context
+from xdsl.dialects import arith, builtin, func, math, memref
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.linalg import Linalg
+from xdsl.dialects.linalg.ops import GenericOp
+from xdsl.parser import Parser
+
+from dialects.sched import Sched
+from passes.analysis.kernel_access import KernelInfo, analyze_kernel
+
+MATMUL_MAPS = (
+    "[affine_map<(i, j, k) -> (i, k)>, affine_map<(i, j, k) -> (k, j)>, "
+    "affine_map<(i, j, k) -> (i, j)>]"
+)
+
+
+def matmul(m: int = 64, k: int = 128, n: int = 64, schedule: str = "") -> str:
+    """C[m, n] += A[m, k] * B[k, n] as one linalg.generic in `func.func @matmul`, with the
+    `#sched.schedule<...>` parameters `schedule` attached when given."""
+    attrs = f" attrs = {{sched.schedule = #sched.schedule<{schedule}>}}" if schedule else ""
+    return f"""
+func.func @matmul(%a: memref<{m}x{k}xf32>, %b: memref<{k}x{n}xf32>, %c: memref<{m}x{n}xf32>) {{
+  linalg.generic {{indexing_maps = {MATMUL_MAPS},
+                  iterator_types = ["parallel", "parallel", "reduction"]}}
+      ins(%a, %b : memref<{m}x{k}xf32>, memref<{k}x{n}xf32>) outs(%c : memref<{m}x{n}xf32>){attrs} {{
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }}
+  func.return
+}}
+"""
+
+
+RELU = """
+func.func @relu(%x: memref<4x32xf32>, %y: memref<4x32xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>],
+                  iterator_types = ["parallel", "parallel"]}
+      ins(%x : memref<4x32xf32>) outs(%y : memref<4x32xf32>) {
+  ^bb0(%v: f32, %o: f32):
+    %zero = arith.constant 0.0 : f32
+    %pos = arith.cmpf ogt, %v, %zero : f32
+    %r = arith.select %pos, %v, %zero : f32
+    linalg.yield %r : f32
+  }
+  func.return
+}
+"""
+"""An elementwise kernel whose body compares lane values: it stays scalar."""
+
+ADD = """
+func.func @add(%x: memref<8x32xf32>, %y: memref<8x32xf32>, %z: memref<8x32xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>,
+                                   affine_map<(i, j) -> (i, j)>],
+                  iterator_types = ["parallel", "parallel"]}
+      ins(%x, %y : memref<8x32xf32>, memref<8x32xf32>) outs(%z : memref<8x32xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %s = arith.addf %a, %b : f32
+    linalg.yield %s : f32
+  }
+  func.return
+}
+"""
+
+
+def context() -> Context:
+    ctx = Context()
+    for dialect in (
+        builtin.Builtin,
+        func.Func,
+        arith.Arith,
+        math.Math,
+        memref.MemRef,
+        Linalg,
+        Sched,
+    ):
+        ctx.load_dialect(dialect)
+    return ctx
+
+
+def parse(text: str) -> ModuleOp:
+    return Parser(context(), text).parse_module()
+
+
+def generics(module: ModuleOp) -> list[GenericOp]:
+    return [op for op in module.walk() if isinstance(op, GenericOp)]
+
+
+def kernel(text: str) -> tuple[GenericOp, KernelInfo]:
+    """The only linalg.generic of `text`, and its analysis."""
+    (op,) = generics(parse(text))
+    return op, analyze_kernel(op)
