@@ -1,6 +1,6 @@
 """Regenerate autotune-db.jsonl for ../autotune.mlir from that file's @kernel_0, with the real code.
 
-    python lit_tests/passes/transforms/Inputs/make-autotune-db.py
+    python lit_tests/autotune/Inputs/make-autotune-db.py
 
 Prints the #sched.schedule that the lit test must CHECK. Rerun it (and update the CHECK line) when
 the compiler version, the search space or the canonical kernel text changes.
@@ -18,7 +18,7 @@ from xdsl.parser import Parser
 from autotune.database import compiler_version, make_record
 from autotune.space import SearchSpace
 from autotune.task import generics_of, task_from_function
-from compiler.model import make_context
+from compiler.pass_runner import make_context
 from dialects.sched import ScheduleAttr
 from passes.analysis.kernel_access import analyze_kernel
 
