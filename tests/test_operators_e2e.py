@@ -109,7 +109,12 @@ CASES: dict[str, Case] = {
     "clip_both": Case("Clip", {}, [(7, 13), scalar(-0.5), scalar(0.25)]),
     "clip_min_only": Case("Clip", {}, [(7, 13), scalar(0.1)]),
     "clip_max_only": Case("Clip", {}, [(7, 13), None, scalar(-0.1)]),
+    "sum_three_broadcast": Case("Sum", {}, [(3, 7, 13), (13,), (7, 1)]),
+    "sum_one": Case("Sum", {}, [(7, 13)]),
+    "mean_two": Case("Mean", {}, [(7, 13), (1, 13)]),
     # -- normalization
+    "lrn_5": Case("LRN", dict(size=5, alpha=1e-2, beta=0.75, bias=1.5), [(2, 7, 5, 3)]),
+    "lrn_defaults": Case("LRN", dict(size=3), [(1, 6, 3, 3)]),  # onnxruntime: odd sizes only
     "softmax_last": Case("Softmax", {}, [(3, 7, 13)]),
     "softmax_axis0": Case("Softmax", dict(axis=0), [(3, 7, 13)]),
     "softmax_axis_neg2": Case("Softmax", dict(axis=-2), [(3, 7, 13)]),

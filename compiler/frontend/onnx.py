@@ -32,6 +32,10 @@ from dialects import graph_shapes as S
 __all__ = ["CONVERTERS", "MAX_ELEMENTS", "MAX_FOLDED_ELEMENTS", "FrontendError", "import_onnx"]
 
 MIN_OPSET = 11
+UPGRADE_TO_OPSET = 13
+"""Models below MIN_OPSET are upgraded to this opset by onnx's version converter (a maintained
+library that knows every operator's changes) before import; 13 is the newest opset its
+adapters reach from opsets 7-10 for every operator those models use."""
 MAX_ELEMENTS = 2**31
 """The most elements a tensor may have (declared, stored or computed); checked before any
 allocation, so a declared 2**40 dimension is an error, not an exhausted machine."""
@@ -134,6 +138,10 @@ class Importer:
         self.block = Block()
         self.node: onnx.NodeProto | None = None
         self.label = ""  # the current node's name, or #index for unnamed nodes
+        self.used_names = {n for node in self.graph.node for n in node.input if n} | {
+            o.name for o in self.graph.output
+        }
+        """Value names that a node reads or the graph returns (an output outside it is unused)."""
 
     # -- values ---------------------------------------------------------------------------
 
@@ -602,6 +610,61 @@ def convert_binary(imp: Importer, node: onnx.NodeProto) -> list[Value]:
     return _res(imp.emit(_BINARY[node.op_type](a, b)))
 
 
+@converter("Sum", "Mean")
+def convert_sum(imp: Importer, node: onnx.NodeProto) -> list[Value]:
+    """Variadic sum (mean) with broadcasting: a chain of adds (then a multiply by 1/n)."""
+    total = imp.value(node.input[0])
+    for name in node.input[1:]:
+        total = imp.emit(g.AddOp(total, imp.value(name))).results[0]
+    if node.op_type == "Mean" and len(node.input) > 1:
+        scale = imp.emit(g.ConstantOp(np.asarray(1.0 / len(node.input), dtype=np.float32)))
+        total = imp.emit(g.MulOp(total, scale.results[0])).results[0]
+    elif len(node.input) == 1:
+        total = imp.emit(g.IdentityOp(total)).results[0]
+    return [total]
+
+
+@converter("LRN")
+def convert_lrn(imp: Importer, node: onnx.NodeProto) -> list[Value]:
+    """Local response normalization across channels, y = x / (bias + alpha/size * sum of x^2
+    over `size` neighbouring channels)^beta, from graph ops: the windowed channel sum is an
+    average pool (padding counted) over [N, 1, C, H*W]."""
+    a = attrs(node)
+    size = int(a["size"])
+    alpha, beta, bias = (
+        float(a.get(k, d)) for k, d in (("alpha", 1e-4), ("beta", 0.75), ("bias", 1.0))
+    )
+    x = imp.value(node.input[0])
+    shape = list(imp.shape_of(x))
+    if len(shape) < 3:
+        raise imp.error(f"LRN needs an input of rank 3 or more (got rank {len(shape)})")
+    if size < 1:
+        raise imp.error(f"LRN size must be positive (got {size})")
+    n, c, rest = shape[0], shape[1], int(np.prod(shape[2:]))
+
+    def const(v: float) -> SSAValue:
+        return imp.emit(g.ConstantOp(np.asarray(v, dtype=np.float32))).results[0]
+
+    squared = imp.emit(g.MulOp(x, x)).results[0]
+    planes = imp.emit(g.ReshapeOp(squared, [n, 1, c, rest])).results[0]
+    lo, hi = (size - 1) // 2, size - 1 - (size - 1) // 2
+    window = imp.emit(
+        g.AvgPoolOp(
+            planes,
+            kernel=[size, 1],
+            strides=[1, 1],
+            pads=[lo, 0, hi, 0],
+            ceil_mode=0,
+            count_include_pad=1,
+        )
+    ).results[0]
+    mean_sq = imp.emit(g.ReshapeOp(window, shape)).results[0]
+    scaled = imp.emit(g.MulOp(mean_sq, const(alpha))).results[0]
+    base = imp.emit(g.AddOp(scaled, const(bias))).results[0]
+    denominator = imp.emit(g.PowOp(base, const(beta))).results[0]
+    return _res(imp.emit(g.DivOp(x, denominator)))
+
+
 @converter("LeakyRelu")
 def convert_leaky_relu(imp: Importer, node: onnx.NodeProto) -> list[Value]:
     return _res(
@@ -655,9 +718,9 @@ def convert_dropout(imp: Importer, node: onnx.NodeProto) -> list[Value]:
         ratio = imp.scalar_input(node, 1, "ratio") if imp.has(node, 1) else 0.5
         if training and ratio != 0.0:
             raise imp.error("training_mode=1 (random dropout) is not supported (inference only)")
-    if len(node.output) > 1 and node.output[1]:
-        raise imp.error("the mask output is not supported")
-    return _res(imp.emit(g.DropoutOp(imp.value(node.input[0]))))
+    if len(node.output) > 1 and node.output[1] in imp.used_names:
+        raise imp.error("the mask output is used; only the data output is supported")
+    return _res(imp.emit(g.DropoutOp(imp.value(node.input[0]))))  # an unused mask is dropped
 
 
 # ----------------------------------------------------------------------------- linear algebra
@@ -1197,4 +1260,27 @@ def import_onnx(
     `input_shapes` binds symbolic/unknown input dims (input name -> full shape).
     Raises FrontendError for anything the frontend cannot import.
     """
-    return Importer(load_model(model), input_shapes).run()
+    return Importer(upgrade_opset(load_model(model)), input_shapes).run()
+
+
+def upgrade_opset(model: onnx.ModelProto) -> onnx.ModelProto:
+    """`model` itself if its default-domain opset is supported, else the model upgraded to
+    UPGRADE_TO_OPSET by onnx.version_converter; FrontendError with its reason if it cannot."""
+    opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0)
+    if opset >= MIN_OPSET:
+        return model
+    if opset < 7:
+        raise FrontendError(
+            f"ONNX opset {opset} is not supported (need >= 7; opsets 7-{MIN_OPSET - 1} are "
+            f"upgraded to {UPGRADE_TO_OPSET} with onnx's version converter)"
+        )
+    from onnx import version_converter
+
+    try:
+        return version_converter.convert_version(model, UPGRADE_TO_OPSET)
+    except Exception as e:  # the converter reports unconvertible nodes as RuntimeError & co.
+        why = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise FrontendError(
+            f"ONNX opset {opset} model could not be upgraded to opset {UPGRADE_TO_OPSET} by "
+            f"onnx's version converter: {why}"
+        ) from None

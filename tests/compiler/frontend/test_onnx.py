@@ -636,11 +636,6 @@ def test_non_constant_attribute_input():
         import_onnx(model([node("Reshape", ["x", "s"])], {"x": [2, 3], "s": [2]}))
 
 
-def test_old_opset():
-    with pytest.raises(FrontendError, match="opset 9 is not supported"):
-        import_onnx(model([node("Relu", ["x"])], {"x": [2]}, opset=9))
-
-
 def test_bad_shapes_in_model():
     with pytest.raises(FrontendError, match="Conv node 'conv_0': weight has 2 input channels"):
         import_onnx(
@@ -1208,3 +1203,75 @@ def test_external_data_in_a_model_proto_is_refused():
     m.graph.initializer.append(w)
     with pytest.raises(FrontendError, match="initializer 'w' keeps its data in an external file"):
         import_onnx(m)
+
+
+# -- opsets below 11: upgraded by onnx's version converter ---------------------------------
+
+
+def test_an_opset_9_model_is_upgraded_and_imported():
+    """Opset 9 Upsample-era semantics: BatchNormalization with its 5 outputs declared as 1 and
+    an opset-9 Dropout; the converter rewrites them and the import sees opset 13."""
+    m = model(
+        [node("Relu", ["x"], ["r"]), node("Dropout", ["r"], ["y", "mask"], ratio=0.5)],
+        {"x": [2, 3]},
+        opset=9,
+    )
+    module = import_onnx(m)
+    assert names(module) == ["graph.relu", "graph.dropout"]
+
+
+def test_an_opset_below_7_is_refused_with_the_supported_range():
+    m = model([node("Relu", ["x"])], {"x": [2, 3]}, opset=6)
+    with pytest.raises(
+        FrontendError, match=r"ONNX opset 6 is not supported \(need >= 7; opsets 7-10"
+    ):
+        import_onnx(m)
+
+
+def test_a_model_the_converter_cannot_upgrade_names_the_reason():
+    # Upsample was removed in opset 10; its opset-9 form with a scales *input* is convertible,
+    # but a model naming an unknown operator is not
+    m = model([node("NoSuchOp", ["x"])], {"x": [2, 3]}, opset=9)
+    with pytest.raises(
+        FrontendError, match="could not be upgraded to opset 13 by onnx's version converter"
+    ):
+        import_onnx(m)
+
+
+# -- Sum, Mean, LRN, Dropout's mask ---------------------------------------------------------
+
+
+def test_sum_and_mean_chain_broadcasting_adds():
+    m = model([node("Sum", ["a", "b", "c"])], {"a": [2, 3], "b": [3], "c": [1, 3]})
+    assert names(import_onnx(m)) == ["graph.add", "graph.add"]
+    m = model([node("Mean", ["a", "b"])], {"a": [2, 3], "b": [2, 3]})
+    assert names(import_onnx(m)) == ["graph.add", "graph.mul"]
+
+
+def test_lrn_is_composed_from_a_channel_window_average():
+    m = model([node("LRN", ["x"], size=3, alpha=1e-3, beta=0.75, bias=2.0)], {"x": [1, 5, 4, 4]})
+    ops = names(import_onnx(m))
+    assert ops == [
+        "graph.mul",
+        "graph.reshape",
+        "graph.avg_pool",
+        "graph.reshape",
+        "graph.mul",
+        "graph.add",
+        "graph.pow",
+        "graph.div",
+    ]
+
+
+def test_lrn_of_rank_2_is_an_error_naming_the_node():
+    m = model([node("LRN", ["x"], size=3)], {"x": [4, 4]})
+    with pytest.raises(FrontendError, match=r"lrn_0.*rank 3 or more"):
+        import_onnx(m)
+
+
+def test_dropout_mask_output_is_dropped_when_unused_and_refused_when_used():
+    unused = model([node("Dropout", ["x"], ["y", "mask"])], {"x": [2, 3]}, opset=13)
+    assert names(import_onnx(unused)) == ["graph.dropout"]
+    used = model([node("Dropout", ["x"], ["y", "mask"])], {"x": [2, 3]}, ("y", "mask"), opset=13)
+    with pytest.raises(FrontendError, match="mask output is used"):
+        import_onnx(used)
