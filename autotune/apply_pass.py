@@ -31,14 +31,10 @@ from autotune.task import extract_tasks, generics_of, task_from_function
 from autotune.tune_model import tune_tasks
 from compiler.pass_runner import run_passes
 from dialects.attributes import AUTOTUNE_STATS_ATTR
-from dialects.sched import SCHEDULE_ATTR_NAME, ScheduleAttr
 from passes.analysis.kernel_access import analyze_kernel
+from passes.schedule.attached import set_schedule
 from passes.schedule.default import parallel_schedule
-from passes.schedule.options import check_option, option_error
-from passes.schedule.target import MAX_THREADS
-
-STATS_ATTR = AUTOTUNE_STATS_ATTR
-"""Module attribute where the pass records what it did: {kernels, tuned, fallback}."""
+from passes.schedule.options import check_option, check_threads_option, option_error
 
 
 @dataclass
@@ -61,7 +57,7 @@ class AutotuneStats:
 
 def autotune_stats(attributes: dict[str, Attribute]) -> AutotuneStats | None:
     """The stats an `autotune` pass left in a module's attributes (None if it did not run)."""
-    attr = attributes.get(STATS_ATTR)
+    attr = attributes.get(AUTOTUNE_STATS_ATTR)
     if not isinstance(attr, DictionaryAttr):
         return None
     kernels, tuned, fallback = (attr.data.get(k) for k in ("kernels", "tuned", "fallback"))
@@ -96,11 +92,12 @@ def apply_database(module: ModuleOp, db_path: str, ctx: Context, threads: int = 
         if isinstance(f, func.FuncOp) and f.sym_name.data != "main" and f.body.blocks
     ]
     for fn in kernels:
-        if not generics_of(fn):
+        generics = generics_of(fn)
+        if not generics:
             continue
         stats.kernels += 1
         task = task_from_function(fn)
-        anchor = generics_of(fn)[task.anchor]
+        anchor = generics[task.anchor]
         info = analyze_kernel(anchor)
         space = SearchSpace(info, threads=threads)
         best = next(  # the fastest record that is a config of this space (not a hand-edited one)
@@ -136,7 +133,7 @@ def apply_database(module: ModuleOp, db_path: str, ctx: Context, threads: int = 
             ctx, module, space.to_passes(best["config"], task.anchor, kernel=fn.sym_name.data)
         )
         if parallelized is not None:
-            anchor.attributes[SCHEDULE_ATTR_NAME] = ScheduleAttr.from_schedule(parallelized)
+            set_schedule(anchor, parallelized)
         stats.tuned += 1
     return stats
 
@@ -165,7 +162,7 @@ class AutotunePass(ModulePass):
         check_option(
             self.name, "trials", self.trials, 0, MAX_TRIALS, " (0: only apply the database)"
         )
-        check_option(self.name, "threads", self.threads, 1, MAX_THREADS)
+        check_threads_option(self.name, self.threads)
         if self.seed < 0:
             raise option_error(
                 self.name, "seed", self.seed, "0 or more (numpy takes no negative seed)"
@@ -203,4 +200,4 @@ class AutotunePass(ModulePass):
                 threads=self.threads,
             )
         stats = apply_database(op, self.db, ctx, self.threads)
-        op.attributes[STATS_ATTR] = stats.to_attr()
+        op.attributes[AUTOTUNE_STATS_ATTR] = stats.to_attr()  # {kernels, tuned, fallback}

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 import onnx
-from onnx import helper, numpy_helper
+from onnx import helper, numpy_helper, version_converter
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, ModuleOp, StringAttr, TensorType, f32
 from xdsl.ir import Block, Operation, Region, SSAValue
@@ -216,6 +216,10 @@ class Importer:
         if (h := _hint(name)) is not None:
             op.results[0].name_hint = h
         return op.results[0]
+
+    def scalar(self, v: float) -> SSAValue:
+        """A float32 scalar constant (broadcasts against any tensor)."""
+        return self.emit(g.ConstantOp(np.asarray(v, dtype=np.float32))).results[0]
 
     def shape(self, name: str) -> tuple[int, ...]:
         v = self.lookup(name)
@@ -617,8 +621,7 @@ def convert_sum(imp: Importer, node: onnx.NodeProto) -> list[Value]:
     for name in node.input[1:]:
         total = imp.emit(g.AddOp(total, imp.value(name))).results[0]
     if node.op_type == "Mean" and len(node.input) > 1:
-        scale = imp.emit(g.ConstantOp(np.asarray(1.0 / len(node.input), dtype=np.float32)))
-        total = imp.emit(g.MulOp(total, scale.results[0])).results[0]
+        total = imp.emit(g.MulOp(total, imp.scalar(1.0 / len(node.input)))).results[0]
     elif len(node.input) == 1:
         total = imp.emit(g.IdentityOp(total)).results[0]
     return [total]
@@ -642,9 +645,6 @@ def convert_lrn(imp: Importer, node: onnx.NodeProto) -> list[Value]:
         raise imp.error(f"LRN size must be positive (got {size})")
     n, c, rest = shape[0], shape[1], int(np.prod(shape[2:]))
 
-    def const(v: float) -> SSAValue:
-        return imp.emit(g.ConstantOp(np.asarray(v, dtype=np.float32))).results[0]
-
     squared = imp.emit(g.MulOp(x, x)).results[0]
     planes = imp.emit(g.ReshapeOp(squared, [n, 1, c, rest])).results[0]
     lo, hi = (size - 1) // 2, size - 1 - (size - 1) // 2
@@ -659,9 +659,9 @@ def convert_lrn(imp: Importer, node: onnx.NodeProto) -> list[Value]:
         )
     ).results[0]
     mean_sq = imp.emit(g.ReshapeOp(window, shape)).results[0]
-    scaled = imp.emit(g.MulOp(mean_sq, const(alpha))).results[0]
-    base = imp.emit(g.AddOp(scaled, const(bias))).results[0]
-    denominator = imp.emit(g.PowOp(base, const(beta))).results[0]
+    scaled = imp.emit(g.MulOp(mean_sq, imp.scalar(alpha))).results[0]
+    base = imp.emit(g.AddOp(scaled, imp.scalar(bias))).results[0]
+    denominator = imp.emit(g.PowOp(base, imp.scalar(beta))).results[0]
     return _res(imp.emit(g.DivOp(x, denominator)))
 
 
@@ -857,8 +857,7 @@ def convert_layer_norm(imp: Importer, node: onnx.NodeProto) -> list[Value]:
         mean = imp.emit(g.ReduceMeanOp(x, axes=axes, keepdims=1))
         d = imp.emit(g.SubOp(x, mean))
         var = imp.emit(g.ReduceMeanOp(imp.emit(g.MulOp(d, d)), axes=axes, keepdims=1))
-        eps_c = imp.emit(g.ConstantOp(np.asarray(eps, dtype=np.float32)))
-        inv = imp.emit(g.ReciprocalOp(imp.emit(g.SqrtOp(imp.emit(g.AddOp(var, eps_c))))))
+        inv = imp.emit(g.ReciprocalOp(imp.emit(g.SqrtOp(imp.emit(g.AddOp(var, imp.scalar(eps)))))))
         outs += [mean.results[0], inv.results[0]]
     return outs
 
@@ -1274,8 +1273,6 @@ def upgrade_opset(model: onnx.ModelProto) -> onnx.ModelProto:
             f"ONNX opset {opset} is not supported (need >= 7; opsets 7-{MIN_OPSET - 1} are "
             f"upgraded to {UPGRADE_TO_OPSET} with onnx's version converter)"
         )
-    from onnx import version_converter
-
     try:
         return version_converter.convert_version(model, UPGRADE_TO_OPSET)
     except Exception as e:  # the converter reports unconvertible nodes as RuntimeError & co.

@@ -42,7 +42,9 @@ def target_kernels(
     module: ModuleOp, kernel: str, index: int = -1, pass_name: str = "schedule"
 ) -> Iterator[linalg.GenericOp]:
     """linalg.generic ops inside `func.func @kernel` (every function when kernel is empty); with
-    `index` >= 0 only the index-th generic of each function (a fused kernel holds several)."""
+    `index` >= 0 only the index-th generic of each function (a fused kernel holds several).
+    `index` is range-checked on the first `next`, before any kernel is looked at: the passes
+    rely on this for their `op` option."""
     check_op_option(pass_name, index)
     for f in module.walk():
         if isinstance(f, func.FuncOp) and (not kernel or f.sym_name.data == kernel):

@@ -10,7 +10,6 @@ from xdsl.passes import ModulePass
 
 from passes.schedule.attached import edit_schedules
 from passes.schedule.knobs import set_order
-from passes.schedule.options import check_op_option
 
 
 @dataclass(frozen=True)
@@ -25,7 +24,6 @@ class InterchangePass(ModulePass):
     """Only the op-th linalg.generic of each targeted function (-1: all of them)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        check_op_option(self.name, self.op)
         edit_schedules(
             op, self.kernel, self.name, lambda s, info: set_order(s, info, self.order), self.op
         )

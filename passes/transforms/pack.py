@@ -20,7 +20,7 @@ from xdsl.utils.exceptions import DiagnosticException
 
 from passes.schedule.attached import edit_schedules
 from passes.schedule.knobs import set_pack
-from passes.schedule.options import check_op_option, option_error
+from passes.schedule.options import option_error
 
 
 @dataclass(frozen=True)
@@ -45,7 +45,6 @@ class PackPass(ModulePass):
                 f"{self.name}: option 'operands': {','.join(map(str, self.operands))} "
                 "names an operand twice"
             )
-        check_op_option(self.name, self.op)
         edit_schedules(
             op, self.kernel, self.name, lambda s, info: set_pack(s, info, self.operands), self.op
         )

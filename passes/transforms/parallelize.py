@@ -16,7 +16,7 @@ from xdsl.passes import ModulePass
 
 from passes.schedule.attached import edit_schedules
 from passes.schedule.knobs import set_parallel
-from passes.schedule.options import check_op_option, option_error
+from passes.schedule.options import option_error
 
 
 @dataclass(frozen=True)
@@ -35,7 +35,6 @@ class ParallelizePass(ModulePass):
             raise option_error(
                 self.name, "loops", self.loops, "0 (sequential) up to the kernel's number of loops"
             )
-        check_op_option(self.name, self.op)
         edit_schedules(
             op, self.kernel, self.name, lambda s, info: set_parallel(s, info, self.loops), self.op
         )

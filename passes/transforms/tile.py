@@ -13,7 +13,7 @@ from xdsl.passes import ModulePass
 
 from passes.schedule.attached import edit_schedules
 from passes.schedule.knobs import set_tile
-from passes.schedule.options import check_op_option, check_per_loop_option
+from passes.schedule.options import check_per_loop_option
 
 
 @dataclass(frozen=True)
@@ -35,7 +35,6 @@ class TilePass(ModulePass):
             0,
             " (0: untiled; a size past the loop's extent is cut to it)",
         )
-        check_op_option(self.name, self.op)
         edit_schedules(
             op, self.kernel, self.name, lambda s, info: set_tile(s, info, self.sizes), self.op
         )

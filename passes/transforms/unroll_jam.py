@@ -15,7 +15,7 @@ from xdsl.passes import ModulePass
 
 from passes.schedule.attached import edit_schedules
 from passes.schedule.knobs import set_unroll
-from passes.schedule.options import check_op_option, check_per_loop_option
+from passes.schedule.options import check_per_loop_option
 
 
 @dataclass(frozen=True)
@@ -33,7 +33,6 @@ class UnrollJamPass(ModulePass):
         check_per_loop_option(
             self.name, "factors", self.factors, 1, " (a factor past the loop's extent is cut to it)"
         )
-        check_op_option(self.name, self.op)
         edit_schedules(
             op, self.kernel, self.name, lambda s, info: set_unroll(s, info, self.factors), self.op
         )

@@ -14,7 +14,7 @@ from xdsl.passes import ModulePass
 
 from passes.schedule.attached import edit_schedules
 from passes.schedule.knobs import set_vector
-from passes.schedule.options import check_op_option, check_width_option, option_error
+from passes.schedule.options import check_width_option, option_error
 
 
 @dataclass(frozen=True)
@@ -36,7 +36,6 @@ class VectorizePass(ModulePass):
                 self.name, "dim", self.dim, "-1 (scalar code) or a loop of the kernel (0, 1, ...)"
             )
         check_width_option(self.name, self.width)
-        check_op_option(self.name, self.op)
         edit_schedules(
             op,
             self.kernel,
