@@ -31,6 +31,7 @@ from compiler.pass_runner import make_context, run_passes
 from compiler.pipelines import IMPORTED, LEVELS, levels_between
 from compiler.runtime import aligned_copy, aligned_empty
 from dialects.attributes import MEMORY_PLAN_ATTR, NAME_ATTR
+from dialects.dense import numpy_dtype
 from passes.analysis.main_function import main_function
 
 LEVEL_NAMES = tuple(LEVELS)
@@ -105,7 +106,7 @@ def _signature(module: ModuleOp) -> tuple[list[TensorSpec], list[TensorSpec]]:
         return default
 
     def spec(t, name: str) -> TensorSpec:
-        return TensorSpec(name, tuple(t.get_shape()), np.dtype(np.float32))
+        return TensorSpec(name, tuple(t.get_shape()), numpy_dtype(t.element_type))
 
     ins = [spec(t, name_of(main.arg_attrs, i, f"arg{i}")) for i, t in enumerate(ftype.inputs.data)]
     outs = [
@@ -148,11 +149,13 @@ class CompiledModel:
         arrays = []
         for spec in self.inputs:
             if spec.name not in feeds:
-                raise InputError(f"missing input '{spec.name}' (shape {list(spec.shape)}, float32)")
-            a = np.asarray(feeds[spec.name])
-            if a.dtype != np.float32:
                 raise InputError(
-                    f"input '{spec.name}' has dtype {a.dtype}; the model expects float32"
+                    f"missing input '{spec.name}' (shape {list(spec.shape)}, {spec.dtype})"
+                )
+            a = np.asarray(feeds[spec.name])
+            if a.dtype != spec.dtype:
+                raise InputError(
+                    f"input '{spec.name}' has dtype {a.dtype}; the model expects {spec.dtype}"
                 )
             if tuple(a.shape) != spec.shape:
                 raise InputError(

@@ -247,13 +247,25 @@ def model_from_arg(arg: str) -> onnx.ModelProto | str:
     return builtin(arg[4:]) if arg.startswith("zoo:") else arg
 
 
-def random_inputs(model: onnx.ModelProto, seed: int = 0) -> dict[str, np.ndarray]:
+def random_inputs(
+    model: onnx.ModelProto, seed: int = 0, shapes: dict[str, list[int]] | None = None
+) -> dict[str, np.ndarray]:
+    """Random inputs for `model`: standard normal floats; integers in {0, 1} and random bools,
+    valid as token ids (any vocabulary), attention masks and indices alike. `shapes` gives the
+    shape of inputs with symbolic dims."""
     rng = np.random.default_rng(seed)
     init = {i.name for i in model.graph.initializer}
     feeds = {}
     for vi in model.graph.input:
         if vi.name in init:
             continue
-        shape = [d.dim_value for d in vi.type.tensor_type.shape.dim]
-        feeds[vi.name] = rng.standard_normal(shape).astype(np.float32)
+        tt = vi.type.tensor_type
+        shape = (shapes or {}).get(vi.name) or [d.dim_value for d in tt.shape.dim]
+        if tt.elem_type in (onnx.TensorProto.INT64, onnx.TensorProto.INT32):
+            dtype = np.int64 if tt.elem_type == onnx.TensorProto.INT64 else np.int32
+            feeds[vi.name] = rng.integers(0, 2, shape).astype(dtype)
+        elif tt.elem_type == onnx.TensorProto.BOOL:
+            feeds[vi.name] = rng.random(shape) < 0.5
+        else:
+            feeds[vi.name] = rng.standard_normal(shape).astype(np.float32)
     return feeds

@@ -1,4 +1,8 @@
-"""The `graph` dialect: one op per model operator, on statically shaped f32 tensors.
+"""The `graph` dialect: one op per model operator, on statically shaped tensors.
+
+Tensors hold f32, i64, i32 or i1 (bool) elements. Each op declares which element types its
+operands may have (`ELEMENTS`: float math is f32 only, arithmetic is numeric, data movement
+takes any) and infers its result element type (the operands' by default; i1 for comparisons).
 
 This is what the ONNX frontend produces and what `convert-graph-to-linalg` consumes. Every op
 is declared explicitly (operands, typed properties, traits, assembly format) and infers its
@@ -23,10 +27,10 @@ from xdsl.dialects.builtin import (
     Float32Type,
     FloatAttr,
     IntegerAttr,
-    IntegerType,
     StringAttr,
     TensorType,
     f32,
+    i1,
     i32,
     i64,
 )
@@ -98,6 +102,42 @@ def pattern_kind(op: Operation | type[Operation]) -> PatternKind | None:
 # ----------------------------------------------------------------------------- attributes
 
 F32Tensor = TensorType[Float32Type]
+AnyTensor = TensorType[Attribute]
+
+FLOAT: tuple[Attribute, ...] = (f32,)
+INTEGER: tuple[Attribute, ...] = (i64, i32)
+BOOL: tuple[Attribute, ...] = (i1,)
+NUMERIC = FLOAT + INTEGER
+ANY = NUMERIC + BOOL
+"""The element types graph tensors hold, by the families ops accept."""
+
+ELEMENT_NAMES: dict[str, Attribute] = {"f32": f32, "i64": i64, "i32": i32, "i1": i1}
+"""Element types by the names `graph.cast` takes."""
+
+
+def _element_type(v: SSAValue) -> Attribute:
+    t = v.type
+    assert isinstance(t, TensorType)
+    return t.element_type
+
+
+def same_element_type(
+    elements: Sequence[Attribute], allowed: Sequence[Attribute], what: str = "operands"
+) -> Attribute:
+    """The one element type of `elements`; ShapeError when they differ or one is not allowed."""
+    if not elements:
+        return f32
+    first = elements[0]
+    for e in elements[1:]:
+        if e != first:
+            raise ShapeError(f"{what} must have one element type, got {first} and {e}")
+    if first not in allowed:
+        raise ShapeError(
+            f"{what} have element type {first}; supported: {', '.join(map(str, allowed))}"
+        )
+    return first
+
+
 I64Attr = IntegerAttr[I64]
 F32Attr = FloatAttr[Float32Type]
 I64Array = DenseArrayBase[I64]
@@ -173,7 +213,8 @@ class GraphOp(IRDLOperation):
 
     irdl_options = (ParsePropInAttrDict(),)
 
-    RESULT_ELEMENT_TYPE: ClassVar[Attribute] = f32
+    ELEMENTS: ClassVar[tuple[Attribute, ...]] = FLOAT
+    """Element types the tensor operands may have (all the same, by default)."""
 
     def __init__(self, *operands: ValueLike | Sequence[ValueLike] | None, **props: object):
         op_def = self.get_irdl_definition()
@@ -205,22 +246,39 @@ class GraphOp(IRDLOperation):
         """Result types from operand groups (one per operand definition) and properties."""
         op_def = cls.get_irdl_definition()
         shapes: list[Any] = []
+        elements: list[Any] = []
         for (_, odef), group in zip(op_def.operands, operands, strict=True):
             values = [] if group is None else [group] if isinstance(group, SSAValue) else group
+            if any(not isinstance(v.type, TensorType) for v in values):
+                raise ShapeError(f"operands must be tensors, got {[str(v.type) for v in values]}")
             if isinstance(odef, OptOperandDef):
                 shapes.append(_shape(values[0]) if values else None)
+                elements.append(_element_type(values[0]) if values else None)
             elif isinstance(odef, VarOperandDef):
                 shapes.append([_shape(v) for v in values])
+                elements.append([_element_type(v) for v in values])
             else:
                 shapes.append(_shape(values[0]))
+                elements.append(_element_type(values[0]))
         defaults = {n: d.default_value for n, d in op_def.properties.items()}
         given = {k: v for k, v in (defaults | dict(props)).items() if v is not None}
         py = {k: attribute_value(v) for k, v in given.items()}
         out = cls.infer_shape(shapes, py)
-        return [
-            TensorType(cls.RESULT_ELEMENT_TYPE, s)
-            for s in (out if isinstance(out, list) else [out])
+        el = cls.infer_element_type(elements, py)
+        return [TensorType(el, s) for s in (out if isinstance(out, list) else [out])]
+
+    @classmethod
+    def infer_element_type(cls, elements: list[Any], p: dict[str, Any]) -> Attribute:
+        """The result element type from the operands' (None for an absent optional operand, a
+        list for a variadic one): by default they share one of `ELEMENTS`, and so does the
+        result."""
+        flat = [
+            e
+            for grp in elements
+            for e in (grp if isinstance(grp, list) else [grp])
+            if e is not None
         ]
+        return same_element_type(flat, cls.ELEMENTS)
 
     @classmethod
     def infer_shape(cls, shapes: list[Any], p: dict[str, Any]) -> Shape | list[Shape]:
@@ -246,10 +304,10 @@ class GraphOp(IRDLOperation):
 
 
 class UnaryOp(GraphOp):
-    """One f32 operand; elementwise ops keep its shape."""
+    """One operand; elementwise ops keep its shape (and element type)."""
 
-    x = operand_def(F32Tensor)
-    result = result_def(F32Tensor)
+    x = operand_def(AnyTensor)
+    result = result_def(AnyTensor)
 
     assembly_format = "$x attr-dict `:` functional-type(operands, results)"
 
@@ -261,9 +319,11 @@ class UnaryOp(GraphOp):
 class BinaryOp(GraphOp):
     """Elementwise op with numpy broadcasting."""
 
-    lhs = operand_def(F32Tensor)
-    rhs = operand_def(F32Tensor)
-    result = result_def(F32Tensor)
+    lhs = operand_def(AnyTensor)
+    rhs = operand_def(AnyTensor)
+    result = result_def(AnyTensor)
+
+    ELEMENTS: ClassVar[tuple[Attribute, ...]] = NUMERIC
 
     assembly_format = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)"
 
@@ -275,8 +335,8 @@ class BinaryOp(GraphOp):
 class ReduceOp(GraphOp):
     """Reduction over normalized sorted `axes` (empty = all) with `keepdims`."""
 
-    x = operand_def(F32Tensor)
-    result = result_def(F32Tensor)
+    x = operand_def(AnyTensor)
+    result = result_def(AnyTensor)
     axes = prop_def(I64Array, default_value=ints_attr([]))
     keepdims = prop_def(I64Attr, default_value=i64_attr(1))
 
@@ -313,8 +373,8 @@ _ZEROS4 = ints_attr([0, 0, 0, 0])
 class PoolOp(GraphOp):
     """2-D window pooling over NCHW."""
 
-    x = operand_def(F32Tensor)
-    result = result_def(F32Tensor)
+    x = operand_def(AnyTensor)
+    result = result_def(AnyTensor)
     kernel = prop_def(I64Array)
     strides = prop_def(I64Array, default_value=_ONES2)
     pads = prop_def(I64Array, default_value=_ZEROS4)
@@ -335,7 +395,7 @@ _T = VarConstraint("T", base(TensorType))
 
 @irdl_op_definition
 class ConstantOp(IRDLOperation):
-    """Weights and other import-time values: a dense f32 or i64 tensor."""
+    """Weights and other import-time values: a dense tensor of a graph element type."""
 
     name = "graph.constant"
     result = result_def(_T)
@@ -351,20 +411,24 @@ class ConstantOp(IRDLOperation):
 
     def verify_(self) -> None:
         el = self.value.get_element_type()
-        if el not in (f32, i64):
-            raise VerifyException(f"element type must be f32 or i64, got {el}")
+        if el not in ANY:
+            raise VerifyException(
+                f"element type must be one of {', '.join(map(str, ANY))}, got {el}"
+            )
         n = int(np.prod(self.value.get_shape()))
         if len(self.value) not in (n, 1):
             raise VerifyException(f"holds {len(self.value)} values for {n} elements")
 
 
 def dense_attr(array: np.ndarray) -> DenseIntOrFPElementsAttr:
-    """A dense f32 (floating input) or i64 (integer/bool input) attr: the graph dialect's two
-    constant element types."""
+    """A dense attr of a graph element type: floats become f32, bool i1, int32 i32, other
+    integers i64."""
     a = np.asarray(array)
     if np.issubdtype(a.dtype, np.floating):
         return numpy_to_dense(a.astype(np.float32, copy=False))
-    if np.issubdtype(a.dtype, np.integer) or a.dtype == np.bool_:
+    if a.dtype == np.bool_ or a.dtype == np.int32:
+        return numpy_to_dense(a)
+    if np.issubdtype(a.dtype, np.integer):
         return numpy_to_dense(a.astype(np.int64, copy=False))
     raise TypeError(f"unsupported constant dtype {a.dtype}")
 
@@ -406,6 +470,7 @@ class NegOp(UnaryOp):
     """Elementwise negation."""
 
     name = "graph.neg"
+    ELEMENTS: ClassVar[tuple[Attribute, ...]] = NUMERIC
     traits = traits_def(Pure(), FusionPattern(PatternKind.ELEMENTWISE))
 
 
@@ -414,6 +479,7 @@ class AbsOp(UnaryOp):
     """Elementwise absolute value."""
 
     name = "graph.abs"
+    ELEMENTS: ClassVar[tuple[Attribute, ...]] = NUMERIC
     traits = traits_def(Pure(), FusionPattern(PatternKind.ELEMENTWISE))
 
 
@@ -430,6 +496,7 @@ class ReluOp(UnaryOp):
     """max(x, 0)."""
 
     name = "graph.relu"
+    ELEMENTS: ClassVar[tuple[Attribute, ...]] = NUMERIC
     traits = traits_def(Pure(), FusionPattern(PatternKind.ELEMENTWISE))
 
 
@@ -458,6 +525,46 @@ class ErfOp(UnaryOp):
 
 
 @irdl_op_definition
+class FloorOp(UnaryOp):
+    """Round down to an integral value."""
+
+    name = "graph.floor"
+    traits = traits_def(Pure(), FusionPattern(PatternKind.ELEMENTWISE))
+
+
+@irdl_op_definition
+class CeilOp(UnaryOp):
+    """Round up to an integral value."""
+
+    name = "graph.ceil"
+    traits = traits_def(Pure(), FusionPattern(PatternKind.ELEMENTWISE))
+
+
+@irdl_op_definition
+class RoundOp(UnaryOp):
+    """Round half to even (ONNX Round)."""
+
+    name = "graph.round"
+    traits = traits_def(Pure(), FusionPattern(PatternKind.ELEMENTWISE))
+
+
+@irdl_op_definition
+class SinOp(UnaryOp):
+    """Elementwise sine."""
+
+    name = "graph.sin"
+    traits = traits_def(Pure(), FusionPattern(PatternKind.ELEMENTWISE))
+
+
+@irdl_op_definition
+class CosOp(UnaryOp):
+    """Elementwise cosine."""
+
+    name = "graph.cos"
+    traits = traits_def(Pure(), FusionPattern(PatternKind.ELEMENTWISE))
+
+
+@irdl_op_definition
 class HardSwishOp(UnaryOp):
     """x * max(0, min(1, x/6 + 1/2))."""
 
@@ -470,6 +577,7 @@ class IdentityOp(UnaryOp):
     """Pass-through; removed by simplification."""
 
     name = "graph.identity"
+    ELEMENTS: ClassVar[tuple[Attribute, ...]] = ANY
     traits = traits_def(Pure(), FusionPattern(PatternKind.ELEMENTWISE))
 
 
@@ -478,6 +586,7 @@ class DropoutOp(UnaryOp):
     """Inference-mode dropout, an identity; removed by simplification."""
 
     name = "graph.dropout"
+    ELEMENTS: ClassVar[tuple[Attribute, ...]] = ANY
     traits = traits_def(Pure(), FusionPattern(PatternKind.ELEMENTWISE))
 
 
@@ -505,6 +614,7 @@ class ClipOp(UnaryOp):
     """min(max(x, min), max); absent bounds are -inf / +inf."""
 
     name = "graph.clip"
+    ELEMENTS: ClassVar[tuple[Attribute, ...]] = NUMERIC
     min = prop_def(F32Attr, default_value=f32_attr(float("-inf")))
     max = prop_def(F32Attr, default_value=f32_attr(float("inf")))
     traits = traits_def(Pure(), FusionPattern(PatternKind.ELEMENTWISE))
@@ -527,11 +637,12 @@ class GeluOp(UnaryOp):
 
 @irdl_op_definition
 class CastOp(GraphOp):
-    """Conversion to f32 (the only supported target type) from any element type."""
+    """Element type conversion to `to` (f32, i64, i32 or i1), with ONNX's semantics: float to
+    integer truncates toward zero, anything to bool is `!= 0`."""
 
     name = "graph.cast"
-    x = operand_def(TensorType)
-    result = result_def(F32Tensor)
+    x = operand_def(AnyTensor)
+    result = result_def(AnyTensor)
     to = prop_def(StringAttr, default_value=StringAttr("f32"))
     traits = traits_def(Pure(), FusionPattern(PatternKind.ELEMENTWISE))
 
@@ -539,9 +650,14 @@ class CastOp(GraphOp):
 
     @classmethod
     def infer_shape(cls, shapes: list[Any], p: dict[str, Any]) -> Shape:
-        if p["to"] != "f32":
-            raise ShapeError(f'only cast to "f32" is supported, got "{p["to"]}"')
         return shapes[0]
+
+    @classmethod
+    def infer_element_type(cls, elements: list[Any], p: dict[str, Any]) -> Attribute:
+        same_element_type(elements, ANY)
+        if p["to"] not in ELEMENT_NAMES:
+            raise ShapeError(f'cannot cast to "{p["to"]}"; supported: {", ".join(ELEMENT_NAMES)}')
+        return ELEMENT_NAMES[p["to"]]
 
 
 @irdl_op_definition
@@ -581,7 +697,147 @@ class PowOp(BinaryOp):
     """lhs ** rhs with numpy broadcasting."""
 
     name = "graph.pow"
+    ELEMENTS: ClassVar[tuple[Attribute, ...]] = FLOAT
     traits = traits_def(Pure(), FusionPattern(PatternKind.BROADCAST))
+
+
+@irdl_op_definition
+class MaxOp(BinaryOp):
+    """Elementwise maximum with numpy broadcasting (nan wins, as in ONNX Max)."""
+
+    name = "graph.max"
+    traits = traits_def(Pure(), FusionPattern(PatternKind.BROADCAST))
+
+
+@irdl_op_definition
+class MinOp(BinaryOp):
+    """Elementwise minimum with numpy broadcasting (nan wins, as in ONNX Min)."""
+
+    name = "graph.min"
+    traits = traits_def(Pure(), FusionPattern(PatternKind.BROADCAST))
+
+
+class CompareOp(BinaryOp):
+    """An elementwise comparison with numpy broadcasting: an i1 result."""
+
+    @classmethod
+    def infer_element_type(cls, elements: list[Any], p: dict[str, Any]) -> Attribute:
+        same_element_type(elements, cls.ELEMENTS)
+        return i1
+
+
+@irdl_op_definition
+class EqualOp(CompareOp):
+    """lhs == rhs."""
+
+    name = "graph.equal"
+    ELEMENTS: ClassVar[tuple[Attribute, ...]] = ANY
+    traits = traits_def(Pure(), FusionPattern(PatternKind.BROADCAST))
+
+
+@irdl_op_definition
+class LessOp(CompareOp):
+    """lhs < rhs."""
+
+    name = "graph.less"
+    traits = traits_def(Pure(), FusionPattern(PatternKind.BROADCAST))
+
+
+@irdl_op_definition
+class LessEqualOp(CompareOp):
+    """lhs <= rhs."""
+
+    name = "graph.less_equal"
+    traits = traits_def(Pure(), FusionPattern(PatternKind.BROADCAST))
+
+
+@irdl_op_definition
+class GreaterOp(CompareOp):
+    """lhs > rhs."""
+
+    name = "graph.greater"
+    traits = traits_def(Pure(), FusionPattern(PatternKind.BROADCAST))
+
+
+@irdl_op_definition
+class GreaterEqualOp(CompareOp):
+    """lhs >= rhs."""
+
+    name = "graph.greater_equal"
+    traits = traits_def(Pure(), FusionPattern(PatternKind.BROADCAST))
+
+
+@irdl_op_definition
+class AndOp(BinaryOp):
+    """Logical and of bool tensors."""
+
+    name = "graph.and"
+    ELEMENTS: ClassVar[tuple[Attribute, ...]] = BOOL
+    traits = traits_def(Pure(), FusionPattern(PatternKind.BROADCAST))
+
+
+@irdl_op_definition
+class OrOp(BinaryOp):
+    """Logical or of bool tensors."""
+
+    name = "graph.or"
+    ELEMENTS: ClassVar[tuple[Attribute, ...]] = BOOL
+    traits = traits_def(Pure(), FusionPattern(PatternKind.BROADCAST))
+
+
+@irdl_op_definition
+class XorOp(BinaryOp):
+    """Logical exclusive or of bool tensors."""
+
+    name = "graph.xor"
+    ELEMENTS: ClassVar[tuple[Attribute, ...]] = BOOL
+    traits = traits_def(Pure(), FusionPattern(PatternKind.BROADCAST))
+
+
+@irdl_op_definition
+class NotOp(UnaryOp):
+    """Logical not of a bool tensor."""
+
+    name = "graph.not"
+    ELEMENTS: ClassVar[tuple[Attribute, ...]] = BOOL
+    traits = traits_def(Pure(), FusionPattern(PatternKind.ELEMENTWISE))
+
+
+@irdl_op_definition
+class WhereOp(GraphOp):
+    """cond ? x : y elementwise, the three broadcast numpy-style."""
+
+    name = "graph.where"
+    cond = operand_def(AnyTensor)
+    x = operand_def(AnyTensor)
+    y = operand_def(AnyTensor)
+    result = result_def(AnyTensor)
+    traits = traits_def(Pure(), FusionPattern(PatternKind.BROADCAST))
+
+    assembly_format = "$cond `,` $x `,` $y attr-dict `:` functional-type(operands, results)"
+
+    @classmethod
+    def infer_shape(cls, shapes: list[Any], p: dict[str, Any]) -> Shape:
+        return S.broadcast(S.broadcast(shapes[0], shapes[1]), shapes[2])
+
+    @classmethod
+    def infer_element_type(cls, elements: list[Any], p: dict[str, Any]) -> Attribute:
+        same_element_type([elements[0]], BOOL, "the condition")
+        return same_element_type(elements[1:], ANY, "x and y")
+
+
+@irdl_op_definition
+class ExpandOp(UnaryOp):
+    """Broadcast to `shape` numpy-style (the result may be larger than `shape`, as in ONNX)."""
+
+    name = "graph.expand"
+    ELEMENTS: ClassVar[tuple[Attribute, ...]] = ANY
+    shape = prop_def(I64Array)
+    traits = traits_def(Pure(), FusionPattern(PatternKind.BROADCAST))
+
+    @classmethod
+    def infer_shape(cls, shapes: list[Any], p: dict[str, Any]) -> Shape:
+        return S.broadcast(shapes[0], p["shape"])
 
 
 # ----------------------------------------------------------------------------- linear algebra
@@ -592,10 +848,10 @@ class ConvOp(GraphOp):
     """2-D convolution (NCHW); pads are explicit (top, left, bottom, right)."""
 
     name = "graph.conv"
-    x = operand_def(F32Tensor)
-    w = operand_def(F32Tensor)
-    bias = opt_operand_def(F32Tensor)
-    result = result_def(F32Tensor)
+    x = operand_def(AnyTensor)
+    w = operand_def(AnyTensor)
+    bias = opt_operand_def(AnyTensor)
+    result = result_def(AnyTensor)
     strides = prop_def(I64Array, default_value=_ONES2)
     pads = prop_def(I64Array, default_value=_ZEROS4)
     dilations = prop_def(I64Array, default_value=_ONES2)
@@ -615,9 +871,9 @@ class MatmulOp(GraphOp):
     """numpy.matmul: 1-D operands and batch broadcasting."""
 
     name = "graph.matmul"
-    a = operand_def(F32Tensor)
-    b = operand_def(F32Tensor)
-    result = result_def(F32Tensor)
+    a = operand_def(AnyTensor)
+    b = operand_def(AnyTensor)
+    result = result_def(AnyTensor)
     traits = traits_def(Pure(), FusionPattern(PatternKind.OUT_FUSABLE))
 
     assembly_format = "$a `,` $b attr-dict `:` functional-type(operands, results)"
@@ -632,10 +888,10 @@ class GemmOp(GraphOp):
     """ONNX Gemm: alpha * op(a) @ op(b) + beta * c."""
 
     name = "graph.gemm"
-    a = operand_def(F32Tensor)
-    b = operand_def(F32Tensor)
-    c = opt_operand_def(F32Tensor)
-    result = result_def(F32Tensor)
+    a = operand_def(AnyTensor)
+    b = operand_def(AnyTensor)
+    c = opt_operand_def(AnyTensor)
+    result = result_def(AnyTensor)
     alpha = prop_def(F32Attr, default_value=f32_attr(1.0))
     beta = prop_def(F32Attr, default_value=f32_attr(1.0))
     trans_a = prop_def(I64Attr, default_value=i64_attr(0))
@@ -674,10 +930,10 @@ class LayerNormOp(GraphOp):
     """Normalization over dims [axis, rank), then scale and optional bias."""
 
     name = "graph.layer_norm"
-    x = operand_def(F32Tensor)
-    scale = operand_def(F32Tensor)
-    bias = opt_operand_def(F32Tensor)
-    result = result_def(F32Tensor)
+    x = operand_def(AnyTensor)
+    scale = operand_def(AnyTensor)
+    bias = opt_operand_def(AnyTensor)
+    result = result_def(AnyTensor)
     axis = prop_def(I64Attr)
     epsilon = prop_def(F32Attr, default_value=f32_attr(1e-5))
     traits = traits_def(Pure(), FusionPattern(PatternKind.OPAQUE))
@@ -695,12 +951,12 @@ class BatchNormOp(GraphOp):
     """Inference batch normalization over channel dim 1."""
 
     name = "graph.batch_norm"
-    x = operand_def(F32Tensor)
-    scale = operand_def(F32Tensor)
-    bias = operand_def(F32Tensor)
-    mean = operand_def(F32Tensor)
-    var = operand_def(F32Tensor)
-    result = result_def(F32Tensor)
+    x = operand_def(AnyTensor)
+    scale = operand_def(AnyTensor)
+    bias = operand_def(AnyTensor)
+    mean = operand_def(AnyTensor)
+    var = operand_def(AnyTensor)
+    result = result_def(AnyTensor)
     epsilon = prop_def(F32Attr, default_value=f32_attr(1e-5))
     traits = traits_def(Pure(), FusionPattern(PatternKind.BROADCAST))
 
@@ -773,6 +1029,7 @@ class ReduceSumOp(ReduceOp):
     """Sum over `axes`."""
 
     name = "graph.reduce_sum"
+    ELEMENTS: ClassVar[tuple[Attribute, ...]] = NUMERIC
     traits = traits_def(Pure(), FusionPattern(PatternKind.REDUCTION))
 
 
@@ -781,6 +1038,7 @@ class ReduceMaxOp(ReduceOp):
     """Max over `axes`."""
 
     name = "graph.reduce_max"
+    ELEMENTS: ClassVar[tuple[Attribute, ...]] = ANY
     traits = traits_def(Pure(), FusionPattern(PatternKind.REDUCTION))
 
 
@@ -792,18 +1050,25 @@ class ReshapeOp(GraphOp):
     """Same elements, new shape; the target shape is the result type, not a property."""
 
     name = "graph.reshape"
-    x = operand_def(F32Tensor)
-    result = result_def(F32Tensor)
+    ELEMENTS: ClassVar[tuple[Attribute, ...]] = ANY
+    x = operand_def(AnyTensor)
+    result = result_def(AnyTensor)
     traits = traits_def(Pure(), FusionPattern(PatternKind.INJECTIVE))
 
     assembly_format = "$x attr-dict `:` functional-type(operands, results)"
 
     def __init__(self, x: ValueLike, shape: Sequence[int]):
         # the target shape is given, so the inferring builder of GraphOp does not apply
-        IRDLOperation.__init__(self, operands=[x], result_types=[TensorType(f32, list(shape))])
+        x = _value(x)
+        t = TensorType(_element_type(x), list(shape))
+        IRDLOperation.__init__(self, operands=[x], result_types=[t])
 
     def verify_(self) -> None:
         src, dst = _shape(self.x), _shape(self.result)
+        try:
+            same_element_type([_element_type(self.x), _element_type(self.result)], ANY)
+        except ShapeError as e:
+            raise VerifyException(str(e)) from e
         if int(np.prod(src)) != int(np.prod(dst)):
             raise VerifyException(
                 f"cannot reshape {list(src)} into {list(dst)}: element counts differ"
@@ -815,6 +1080,7 @@ class FlattenOp(UnaryOp):
     """Collapse to 2-D: dims [0, axis) and [axis, rank)."""
 
     name = "graph.flatten"
+    ELEMENTS: ClassVar[tuple[Attribute, ...]] = ANY
     axis = prop_def(I64Attr, default_value=i64_attr(1))
     traits = traits_def(Pure(), FusionPattern(PatternKind.INJECTIVE))
 
@@ -828,6 +1094,7 @@ class SqueezeOp(UnaryOp):
     """Remove the given unit dims."""
 
     name = "graph.squeeze"
+    ELEMENTS: ClassVar[tuple[Attribute, ...]] = ANY
     axes = prop_def(I64Array)
     traits = traits_def(Pure(), FusionPattern(PatternKind.INJECTIVE))
 
@@ -841,6 +1108,7 @@ class UnsqueezeOp(UnaryOp):
     """Insert unit dims at the given result positions."""
 
     name = "graph.unsqueeze"
+    ELEMENTS: ClassVar[tuple[Attribute, ...]] = ANY
     axes = prop_def(I64Array)
     traits = traits_def(Pure(), FusionPattern(PatternKind.INJECTIVE))
 
@@ -854,6 +1122,7 @@ class TransposeOp(UnaryOp):
     """Permute dims: result dim i is input dim perm[i]."""
 
     name = "graph.transpose"
+    ELEMENTS: ClassVar[tuple[Attribute, ...]] = ANY
     perm = prop_def(I64Array)
     traits = traits_def(Pure(), FusionPattern(PatternKind.INJECTIVE))
 
@@ -867,8 +1136,9 @@ class ConcatOp(GraphOp):
     """Join inputs along one axis."""
 
     name = "graph.concat"
-    inputs = var_operand_def(F32Tensor)
-    result = result_def(F32Tensor)
+    ELEMENTS: ClassVar[tuple[Attribute, ...]] = ANY
+    inputs = var_operand_def(AnyTensor)
+    result = result_def(AnyTensor)
     axis = prop_def(I64Attr)
     traits = traits_def(Pure(), FusionPattern(PatternKind.INJECTIVE))
 
@@ -887,8 +1157,9 @@ class SplitOp(GraphOp):
     """Cut along one axis into pieces of the given sizes (one result each)."""
 
     name = "graph.split"
-    x = operand_def(F32Tensor)
-    outputs = var_result_def(F32Tensor)
+    ELEMENTS: ClassVar[tuple[Attribute, ...]] = ANY
+    x = operand_def(AnyTensor)
+    outputs = var_result_def(AnyTensor)
     axis = prop_def(I64Attr)
     sizes = prop_def(I64Array)
     traits = traits_def(Pure(), FusionPattern(PatternKind.INJECTIVE))
@@ -905,6 +1176,7 @@ class SliceOp(UnaryOp):
     """Strided slice with fully normalized per-dim starts/ends (exclusive)/steps."""
 
     name = "graph.slice"
+    ELEMENTS: ClassVar[tuple[Attribute, ...]] = ANY
     starts = prop_def(I64Array)
     ends = prop_def(I64Array)
     steps = prop_def(I64Array)
@@ -920,9 +1192,9 @@ class GatherOp(GraphOp):
     """ONNX Gather along one axis; negative indices count from the end."""
 
     name = "graph.gather"
-    data = operand_def(F32Tensor)
-    indices = operand_def(TensorType[IntegerType])
-    result = result_def(F32Tensor)
+    data = operand_def(AnyTensor)
+    indices = operand_def(AnyTensor)
+    result = result_def(AnyTensor)
     axis = prop_def(I64Attr, default_value=i64_attr(0))
     traits = traits_def(Pure(), FusionPattern(PatternKind.INJECTIVE))
 
@@ -932,12 +1204,10 @@ class GatherOp(GraphOp):
     def infer_shape(cls, shapes: list[Any], p: dict[str, Any]) -> Shape:
         return S.gather(shapes[0], shapes[1], p["axis"])
 
-    def verify_(self) -> None:
-        t = self.indices.type
-        el = t.get_element_type() if isinstance(t, TensorType) else t
-        if el not in (i64, i32):
-            raise VerifyException(f"indices must be i64 or i32, got {el}")
-        super().verify_()
+    @classmethod
+    def infer_element_type(cls, elements: list[Any], p: dict[str, Any]) -> Attribute:
+        same_element_type([elements[1]], INTEGER, "indices")
+        return same_element_type([elements[0]], ANY, "data")
 
 
 @irdl_op_definition
@@ -945,6 +1215,7 @@ class PadOp(UnaryOp):
     """Constant padding: pads = begins then ends (negative crops)."""
 
     name = "graph.pad"
+    ELEMENTS: ClassVar[tuple[Attribute, ...]] = ANY
     pads = prop_def(I64Array)
     value = prop_def(F32Attr, default_value=f32_attr(0.0))
     traits = traits_def(Pure(), FusionPattern(PatternKind.INJECTIVE))
@@ -960,16 +1231,19 @@ class ShapeOp(GraphOp):
 
     name = "graph.shape"
     x = operand_def(TensorType)
-    result = result_def(TensorType[IntegerType])
+    result = result_def(AnyTensor)
     traits = traits_def(Pure(), FusionPattern(PatternKind.OPAQUE))
 
     assembly_format = "$x attr-dict `:` functional-type(operands, results)"
 
-    RESULT_ELEMENT_TYPE: ClassVar[Attribute] = i64
-
     @classmethod
     def infer_shape(cls, shapes: list[Any], p: dict[str, Any]) -> Shape:
         return (len(shapes[0]),)
+
+    @classmethod
+    def infer_element_type(cls, elements: list[Any], p: dict[str, Any]) -> Attribute:
+        same_element_type(elements, ANY)
+        return i64
 
 
 # ----------------------------------------------------------------------------- fusion
@@ -1107,7 +1381,10 @@ class YieldOp(IRDLOperation):
 
 
 GRAPH_OPS: list[type[Operation]] = [
-    ConstantOp, AddOp, SubOp, MulOp, DivOp, PowOp,
+    ConstantOp, AddOp, SubOp, MulOp, DivOp, PowOp, MaxOp, MinOp,
+    EqualOp, LessOp, LessEqualOp, GreaterOp, GreaterEqualOp, AndOp, OrOp, XorOp, NotOp,
+    WhereOp, ExpandOp,
+    FloorOp, CeilOp, RoundOp, SinOp, CosOp,
     SqrtOp, ExpOp, LogOp, NegOp, AbsOp, ReciprocalOp, ReluOp, SigmoidOp, TanhOp, ErfOp,
     HardSwishOp, LeakyReluOp, HardSigmoidOp, ClipOp, GeluOp,
     ConvOp, MatmulOp, GemmOp, SoftmaxOp, LogSoftmaxOp, LayerNormOp, BatchNormOp,

@@ -1,7 +1,8 @@
 """ONNX backend node tests (onnx.backend.test) of every supported operator, run through
 ziggurat's compiled machine code.
 
-Only the node tests of the supported operator families are collected; those listed in
+Only the node tests of the supported operator families whose tensors are all float32, int64,
+int32 or bool (`in_scope`) are collected; those listed in
 `EXCLUDED` of tests/support/onnx_backend.py are skipped with the reason given there. Run one family with e.g.
 `pytest tests/test_onnx_backend.py -k conv`.
 """
@@ -14,8 +15,9 @@ import unittest
 import warnings
 
 import onnx.backend.test
+from onnx.backend.test.loader import load_model_tests
 
-from tests.support.onnx_backend import EXCLUDED, FAMILIES, ZigguratBackend
+from tests.support.onnx_backend import EXCLUDED, FAMILIES, ZigguratBackend, in_scope
 
 with warnings.catch_warnings():  # the loader's data generators warn about overflowing casts
     warnings.simplefilter("ignore", RuntimeWarning)
@@ -28,6 +30,9 @@ if not os.environ.get("ZIGGURAT_NO_EXCLUDE"):  # set to see what the excluded ca
         backend_test.exclude(_pattern)
 
 _INCLUDED = [re.compile(p) for p in FAMILIES]
+_MODELS = {  # node test name (with the device suffix) -> its model
+    f"{case.name}_cpu": case.model for case in load_model_tests(kind="node") if case.model
+}
 _EXCLUDED = [(re.compile(p), reason) for p, reason in EXCLUDED.items()]
 
 
@@ -47,6 +52,8 @@ for _name, _case in backend_test.test_cases.items():
             not _attr.endswith("_cpu")
             or not any(p.search(_attr) for p in _INCLUDED)
             or not _name.startswith("OnnxBackendNode")
+            or _attr not in _MODELS
+            or not in_scope(_MODELS[_attr])
         ):
             delattr(_case, _attr)
             continue

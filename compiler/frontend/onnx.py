@@ -21,21 +21,32 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper, version_converter
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, ModuleOp, StringAttr, TensorType, f32
-from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DictionaryAttr,
+    ModuleOp,
+    StringAttr,
+    TensorType,
+    f32,
+    i1,
+    i32,
+    i64,
+)
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
 from compiler.frontend.errors import FrontendError
 from dialects import graph as g
 from dialects import graph_shapes as S
+from dialects.dense import numpy_dtype
 
 __all__ = ["CONVERTERS", "MAX_ELEMENTS", "MAX_FOLDED_ELEMENTS", "FrontendError", "import_onnx"]
 
 MIN_OPSET = 11
 UPGRADE_TO_OPSET = 13
-"""Models below MIN_OPSET are upgraded to this opset by onnx's version converter (a maintained
-library that knows every operator's changes) before import; 13 is the newest opset its
-adapters reach from opsets 7-10 for every operator those models use."""
+"""Models below MIN_OPSET (from opset 1) are upgraded to this opset by onnx's version converter
+(a maintained library that knows every operator's changes) before import; 13 is the newest opset
+its adapters reach from old opsets for every operator those models use."""
 MAX_ELEMENTS = 2**31
 """The most elements a tensor may have (declared, stored or computed); checked before any
 allocation, so a declared 2**40 dimension is an error, not an exhausted machine."""
@@ -43,6 +54,11 @@ MAX_FOLDED_ELEMENTS = 2**28
 """The most elements of a value computed at import time (constant folding): such a value is
 held in memory and then written into the IR."""
 Value = SSAValue | np.ndarray
+
+
+def element_type_of(v: SSAValue) -> Attribute:
+    assert isinstance(v.type, TensorType)
+    return v.type.element_type
 
 
 def _hint(name: str) -> str | None:
@@ -76,6 +92,21 @@ _TENSOR_TYPES: dict[int, type] = {
     onnx.TensorProto.UINT32: np.uint32,
     onnx.TensorProto.UINT64: np.uint64,
 }
+# ONNX element type -> the graph element type of tensors of that type at run time
+_GRAPH_ELEMENTS: dict[int, Attribute] = {
+    onnx.TensorProto.FLOAT: f32,
+    onnx.TensorProto.INT64: i64,
+    onnx.TensorProto.INT32: i32,
+    onnx.TensorProto.BOOL: i1,
+}
+_CAST_TARGETS: dict[int, str] = {
+    onnx.TensorProto.FLOAT: "f32",
+    onnx.TensorProto.INT64: "i64",
+    onnx.TensorProto.INT32: "i32",
+    onnx.TensorProto.BOOL: "i1",
+}
+_SUPPORTED_ELEMENTS = "FLOAT, INT64, INT32 and BOOL"
+
 # where a tensor without raw_data keeps its values (one per element for these types)
 _DATA_FIELDS: dict[int, str] = {
     onnx.TensorProto.FLOAT: "float_data",
@@ -200,8 +231,9 @@ class Importer:
             )
         return float(v.reshape(-1)[0])
 
-    def value(self, name: str, dtype: type | None = np.float32) -> SSAValue:
-        """The SSA value of `name`, materializing a constant (as `dtype`) if needed."""
+    def value(self, name: str, dtype: type | None = None) -> SSAValue:
+        """The SSA value of `name`, materializing a constant if needed: as `dtype`, or by
+        default as its own graph element type (floats f32, bool, int32, other integers i64)."""
         v = self.lookup(name)
         if isinstance(v, SSAValue):
             return v
@@ -217,9 +249,15 @@ class Importer:
             op.results[0].name_hint = h
         return op.results[0]
 
-    def scalar(self, v: float) -> SSAValue:
-        """A float32 scalar constant (broadcasts against any tensor)."""
-        return self.emit(g.ConstantOp(np.asarray(v, dtype=np.float32))).results[0]
+    def scalar(self, v: float, like: SSAValue | None = None) -> SSAValue:
+        """A scalar constant (broadcasts against any tensor): float32, or of `like`'s element
+        type."""
+        dtype = np.float32 if like is None else numpy_dtype(element_type_of(like))
+        return self.emit(g.ConstantOp(np.asarray(v, dtype=dtype))).results[0]
+
+    def op(self, op: Operation) -> SSAValue:
+        """Emit a single-result op; its result."""
+        return self.emit(op).results[0]
 
     def shape(self, name: str) -> tuple[int, ...]:
         v = self.lookup(name)
@@ -247,10 +285,12 @@ class Importer:
     # -- driver ---------------------------------------------------------------------------
 
     def run(self) -> ModuleOp:
-        if self.opset < MIN_OPSET:
-            raise FrontendError(f"ONNX opset {self.opset} is not supported (need >= {MIN_OPSET})")
+        if 0 < self.opset < MIN_OPSET:
+            raise FrontendError(
+                f"ONNX opset {self.opset} is not supported (need >= {MIN_OPSET}; older models "
+                f"are upgraded to {UPGRADE_TO_OPSET} by import_onnx)"
+            )
         _check_names(self.graph)
-        self._check_supported()
         for init in self.graph.initializer:
             self.values[init.name] = tensor_array(init, f"initializer '{init.name}'")
         for sinit in self.graph.sparse_initializer:
@@ -261,11 +301,34 @@ class Importer:
             self.values[name] = arg
             if (h := _hint(name)) is not None:
                 arg.name_hint = h
+        unsupported: dict[str, list[str]] = {}
+        poisoned: set[str] = set()  # outputs of unsupported nodes and of the nodes they feed
         for i, node in enumerate(self.graph.node):
             self.node, self.label = node, node.name or f"#{i}"
+            if any(n in poisoned for n in node.input):
+                poisoned.update(node.output)
+                continue
             _check_node(self, node)
+            if not self._supported(node) and not self._foldable(node):
+                key = (
+                    node.op_type
+                    if node.domain in ("", "ai.onnx")
+                    else f"{node.domain}.{node.op_type}"
+                )
+                unsupported.setdefault(key, []).append(self.label)
+                poisoned.update(node.output)
+                continue
             self._convert(node)
         self.node = None
+        if unsupported:
+            parts = []
+            for op_type in sorted(unsupported):
+                nodes = unsupported[op_type]
+                label = "node" if len(nodes) == 1 else "nodes"
+                parts.append(f"{op_type} ({label} {', '.join(repr(n) for n in nodes)})")
+            raise FrontendError(
+                f"unsupported ONNX operators (opset {self.opset}): {', '.join(parts)}"
+            )
         if not self.graph.output:
             raise FrontendError("the model's graph has no outputs")
         for o in self.graph.output:
@@ -275,13 +338,17 @@ class Importer:
                     "initializer or graph input"
                 )
         results = [self.value(o.name) for o in self.graph.output]
-        for o, r in zip(self.graph.output, results, strict=True):
-            # the compiled signature is float32 only: any other result type would make the
-            # caller's output buffer too small (or wrongly typed)
-            if not isinstance(r.type, TensorType) or r.type.element_type != f32:
+        for k, (o, r) in enumerate(zip(self.graph.output, results, strict=True)):
+            # the compiled signature is the declared one: a value computed in another element
+            # type (a constant kept as int64, say) is converted to it
+            declared = o.type.tensor_type.elem_type if o.type.HasField("tensor_type") else 0
+            if declared and declared not in _GRAPH_ELEMENTS:
                 raise FrontendError(
-                    f"model output '{o.name}' has type {r.type}; only float32 outputs are supported"
+                    f"model output '{o.name}' has element type {_type_name(declared)}; "
+                    f"supported: {_SUPPORTED_ELEMENTS}"
                 )
+            if declared and element_type_of(r) != _GRAPH_ELEMENTS[declared]:
+                results[k] = self.op(g.CastOp(r, to=_CAST_TARGETS[declared]))
         self.block.add_op(func.ReturnOp(*results))  # verified with its function
 
         def names(ns: Sequence[str]) -> ArrayAttr[DictionaryAttr]:
@@ -298,25 +365,19 @@ class Importer:
         module.verify()
         return module
 
-    def _check_supported(self) -> None:
-        bad: dict[str, list[str]] = {}
-        for i, node in enumerate(self.graph.node):
-            if node.domain not in ("", "ai.onnx") or node.op_type not in CONVERTERS:
-                key = (
-                    node.op_type
-                    if node.domain in ("", "ai.onnx")
-                    else f"{node.domain}.{node.op_type}"
-                )
-                bad.setdefault(key, []).append(node.name or f"#{i}")
-        if bad:
-            parts = []
-            for op_type in sorted(bad):
-                nodes = bad[op_type]
-                label = "node" if len(nodes) == 1 else "nodes"
-                parts.append(f"{op_type} ({label} {', '.join(repr(n) for n in nodes)})")
-            raise FrontendError(
-                f"unsupported ONNX operators (opset {self.opset}): {', '.join(parts)}"
-            )
+    @staticmethod
+    def _supported(node: onnx.NodeProto) -> bool:
+        return node.domain in ("", "ai.onnx") and node.op_type in CONVERTERS
+
+    def _foldable(self, node: onnx.NodeProto) -> bool:
+        """Whether the node computes from import-time constants only (so onnx's reference
+        evaluator folds it, whatever the operator)."""
+        ins = [n for n in node.input if n]
+        return (
+            node.domain in ("", "ai.onnx")
+            and bool(ins)
+            and all(isinstance(self.values.get(n), np.ndarray) for n in ins)
+        )
 
     def _inputs(self) -> tuple[list[TensorType], list[str]]:
         inits = {i.name for i in self.graph.initializer}
@@ -332,11 +393,11 @@ class Importer:
         names: list[str] = []
         for inp in inputs:
             tt = inp.type.tensor_type
-            if not inp.type.HasField("tensor_type") or tt.elem_type != onnx.TensorProto.FLOAT:
+            if not inp.type.HasField("tensor_type") or tt.elem_type not in _GRAPH_ELEMENTS:
                 et = _type_name(tt.elem_type) if inp.type.HasField("tensor_type") else "non-tensor"
                 raise FrontendError(
-                    f"model input '{inp.name}' has element type {et}; only float32 inputs "
-                    "are supported"
+                    f"model input '{inp.name}' has element type {et}; supported: "
+                    f"{_SUPPORTED_ELEMENTS}"
                 )
             given = self.input_shapes.get(inp.name)
             dims = list(tt.shape.dim) if tt.HasField("shape") else None
@@ -363,12 +424,17 @@ class Importer:
                         )
                     else:
                         sym = f" ('{d.dim_param}')" if d.dim_param else ""
+                        spelled = ",".join(
+                            str(e.dim_value) if e.HasField("dim_value") else e.dim_param or "?"
+                            for e in dims
+                        )
                         raise FrontendError(
-                            f"input '{inp.name}' has unknown dimension {k}{sym}; pass its shape "
-                            "in input_shapes"
+                            f"input '{inp.name}' has unknown dimension {k}{sym} (shape "
+                            f"[{spelled}]); pass its shape in input_shapes (on the command line: "
+                            f"--input-shape {inp.name}=<{len(dims)} sizes, comma-separated>)"
                         )
             _check_elements(shape, f"input '{inp.name}'")
-            types.append(TensorType(f32, shape))
+            types.append(TensorType(_GRAPH_ELEMENTS[tt.elem_type], shape))
             names.append(inp.name)
         return types, names
 
@@ -408,13 +474,32 @@ class Importer:
         for name, shape in _inferred_shapes(node, feeds, self.opset).items():
             self.check_elements(shape, what.format(name), MAX_FOLDED_ELEMENTS)
         try:
+            if node.op_type in _FOLDERS:
+                return _FOLDERS[node.op_type](node, [feeds[n] for n in node.input if n])
             ev = ReferenceEvaluator(node, opsets={"": self.opset})
-            outs = [np.asarray(o) for o in ev.run(None, feeds)]
+            # own, contiguous copies: a result may be a broadcast view (Expand) that later
+            # evaluators would misread
+            outs = [np.array(o) for o in ev.run(None, feeds)]
         except Exception as e:  # any evaluator failure is a model problem
             raise self.error(f"constant folding failed: {e}") from e
         for name, o in zip(node.output, outs, strict=False):
             self.check_elements(o.shape, what.format(name), MAX_FOLDED_ELEMENTS)
         return outs
+
+
+def _fold_gather_elements(node: onnx.NodeProto, args: list[np.ndarray]) -> list[np.ndarray]:
+    data, idx = args
+    axis = int(attrs(node).get("axis", 0)) % data.ndim
+    idx = np.where(idx < 0, idx + data.shape[axis], idx)
+    return [np.take_along_axis(data, idx, axis=axis)]
+
+
+_FOLDERS: dict[str, Callable[[onnx.NodeProto, list[np.ndarray]], list[np.ndarray]]] = {
+    # onnx's reference GatherElements (1.23) fails when the indices' shape differs from the
+    # data's (it reshapes one gathered element); numpy's take_along_axis is the same operator
+    "GatherElements": _fold_gather_elements,
+}
+"""Import-time folders used instead of onnx's reference evaluator where it is wrong."""
 
 
 def _inferred_shapes(
@@ -593,13 +678,26 @@ _UNARY: dict[str, type[g.GraphOp]] = {
     "Erf": g.ErfOp,
     "HardSwish": g.HardSwishOp,
     "Identity": g.IdentityOp,
+    "Floor": g.FloorOp,
+    "Ceil": g.CeilOp,
+    "Round": g.RoundOp,
+    "Sin": g.SinOp,
+    "Cos": g.CosOp,
+    "Not": g.NotOp,
 }
 _BINARY: dict[str, type[g.GraphOp]] = {
     "Add": g.AddOp,
     "Sub": g.SubOp,
     "Mul": g.MulOp,
     "Div": g.DivOp,
-    "Pow": g.PowOp,
+    "Equal": g.EqualOp,
+    "Less": g.LessOp,
+    "LessOrEqual": g.LessEqualOp,
+    "Greater": g.GreaterOp,
+    "GreaterOrEqual": g.GreaterEqualOp,
+    "And": g.AndOp,
+    "Or": g.OrOp,
+    "Xor": g.XorOp,
 }
 
 
@@ -614,17 +712,124 @@ def convert_binary(imp: Importer, node: onnx.NodeProto) -> list[Value]:
     return _res(imp.emit(_BINARY[node.op_type](a, b)))
 
 
-@converter("Sum", "Mean")
+@converter("Pow")
+def convert_pow(imp: Importer, node: onnx.NodeProto) -> list[Value]:
+    """x ** y in float32: an integer exponent is converted, an integer base is computed in
+    float32 and converted back (exact while the result fits float32's 24-bit mantissa)."""
+    x = imp.value(node.input[0])
+    y = imp.value(node.input[1], dtype=np.float32 if imp.const(node.input[1]) is not None else None)
+    el = element_type_of(x)
+    xf = x if el == f32 else imp.op(g.CastOp(x, to="f32"))
+    yf = y if element_type_of(y) == f32 else imp.op(g.CastOp(y, to="f32"))
+    p = imp.op(g.PowOp(xf, yf))
+    return [p if el == f32 else imp.op(g.CastOp(imp.op(g.RoundOp(p)), to=str(el)))]
+
+
+@converter("Sum", "Mean", "Max", "Min")
 def convert_sum(imp: Importer, node: onnx.NodeProto) -> list[Value]:
-    """Variadic sum (mean) with broadcasting: a chain of adds (then a multiply by 1/n)."""
-    total = imp.value(node.input[0])
-    for name in node.input[1:]:
-        total = imp.emit(g.AddOp(total, imp.value(name))).results[0]
-    if node.op_type == "Mean" and len(node.input) > 1:
-        total = imp.emit(g.MulOp(total, imp.scalar(1.0 / len(node.input)))).results[0]
-    elif len(node.input) == 1:
-        total = imp.emit(g.IdentityOp(total)).results[0]
+    """Variadic sum (mean, max, min) with broadcasting: a chain of binary ops (then a multiply
+    by 1/n for the mean)."""
+    cls = {"Sum": g.AddOp, "Mean": g.AddOp, "Max": g.MaxOp, "Min": g.MinOp}[node.op_type]
+    names = [n for n in node.input if n]
+    if not names:
+        raise imp.error("has no inputs")
+    total = imp.value(names[0])
+    for name in names[1:]:
+        total = imp.op(cls(total, imp.value(name)))
+    if node.op_type == "Mean" and len(names) > 1:
+        total = imp.op(g.MulOp(total, imp.scalar(1.0 / len(names))))
+    elif len(names) == 1:
+        total = imp.op(g.IdentityOp(total))
     return [total]
+
+
+@converter("Where")
+def convert_where(imp: Importer, node: onnx.NodeProto) -> list[Value]:
+    cond, x, y = (imp.value(n) for n in node.input[:3])
+    return _res(imp.emit(g.WhereOp(cond, x, y)))
+
+
+@converter("Expand")
+def convert_expand(imp: Importer, node: onnx.NodeProto) -> list[Value]:
+    shape = imp.int_input(node, 1, "shape")
+    return _res(imp.emit(g.ExpandOp(imp.value(node.input[0]), shape=shape)))
+
+
+@converter("IsNaN")
+def convert_isnan(imp: Importer, node: onnx.NodeProto) -> list[Value]:
+    x = imp.value(node.input[0])
+    return _res(imp.emit(g.NotOp(imp.op(g.EqualOp(x, x)))))  # only nan differs from itself
+
+
+@converter("Sign")
+def convert_sign(imp: Importer, node: onnx.NodeProto) -> list[Value]:
+    x = imp.value(node.input[0])
+    zero = imp.scalar(0, like=x)
+    to = str(element_type_of(x))
+    pos = imp.op(g.CastOp(imp.op(g.GreaterOp(x, zero)), to=to))
+    neg = imp.op(g.CastOp(imp.op(g.LessOp(x, zero)), to=to))
+    return _res(imp.emit(g.SubOp(pos, neg)))
+
+
+def _negative_part(imp: Importer, x: SSAValue, alpha: float) -> SSAValue:
+    """alpha * (exp(min(x, 0)) - 1): the x < 0 branch of Elu/Selu (0 for x >= 0)."""
+    e = imp.op(g.ExpOp(imp.op(g.MinOp(x, imp.scalar(0.0)))))
+    return imp.op(g.MulOp(imp.op(g.SubOp(e, imp.scalar(1.0))), imp.scalar(alpha)))
+
+
+@converter("Elu", "Selu", "Celu")
+def convert_elu(imp: Importer, node: onnx.NodeProto) -> list[Value]:
+    a = attrs(node)
+    x = imp.value(node.input[0])
+    if node.op_type == "Celu":  # max(0, x) + min(0, alpha * (exp(x / alpha) - 1))
+        alpha = float(a.get("alpha", 1.0))
+        scaled = imp.op(g.MulOp(x, imp.scalar(1.0 / alpha)))
+        return [imp.op(g.AddOp(imp.op(g.ReluOp(x)), _negative_part(imp, scaled, alpha)))]
+    default_alpha = 1.0 if node.op_type == "Elu" else 1.67326319217681884765625
+    y = imp.op(g.AddOp(imp.op(g.ReluOp(x)), _negative_part(imp, x, a.get("alpha", default_alpha))))
+    if node.op_type == "Selu":
+        y = imp.op(g.MulOp(y, imp.scalar(a.get("gamma", 1.05070102214813232421875))))
+    return [y]
+
+
+def _softplus(imp: Importer, x: SSAValue) -> SSAValue:
+    """log(1 + exp(x)) as max(x, 0) + log(1 + exp(-|x|)): no overflow for large x."""
+    t = imp.op(g.ExpOp(imp.op(g.NegOp(imp.op(g.AbsOp(x))))))
+    return imp.op(
+        g.AddOp(imp.op(g.ReluOp(x)), imp.op(g.LogOp(imp.op(g.AddOp(t, imp.scalar(1.0))))))
+    )
+
+
+@converter("Softplus", "Mish")
+def convert_softplus(imp: Importer, node: onnx.NodeProto) -> list[Value]:
+    x = imp.value(node.input[0])
+    sp = _softplus(imp, x)
+    return [sp if node.op_type == "Softplus" else imp.op(g.MulOp(x, imp.op(g.TanhOp(sp))))]
+
+
+@converter("Sinh", "Cosh")
+def convert_sinh(imp: Importer, node: onnx.NodeProto) -> list[Value]:
+    """(exp(x) -+ exp(-x)) / 2."""
+    x = imp.value(node.input[0])
+    e, inv = imp.op(g.ExpOp(x)), imp.op(g.ExpOp(imp.op(g.NegOp(x))))
+    combined = imp.op((g.SubOp if node.op_type == "Sinh" else g.AddOp)(e, inv))
+    return _res(imp.emit(g.MulOp(combined, imp.scalar(0.5))))
+
+
+@converter("ThresholdedRelu")
+def convert_thresholded_relu(imp: Importer, node: onnx.NodeProto) -> list[Value]:
+    x = imp.value(node.input[0])
+    above = imp.op(g.GreaterOp(x, imp.scalar(attrs(node).get("alpha", 1.0))))
+    return _res(imp.emit(g.WhereOp(above, x, imp.scalar(0.0))))
+
+
+@converter("PRelu")
+def convert_prelu(imp: Importer, node: onnx.NodeProto) -> list[Value]:
+    """max(x, 0) + slope * min(x, 0), slope broadcast against x."""
+    x, slope = imp.value(node.input[0]), imp.value(node.input[1])
+    zero = imp.scalar(0, like=x)
+    neg = imp.op(g.MulOp(imp.op(g.MinOp(x, zero)), slope))
+    return _res(imp.emit(g.AddOp(imp.op(g.MaxOp(x, zero)), neg)))
 
 
 @converter("LRN")
@@ -701,14 +906,24 @@ def convert_clip(imp: Importer, node: onnx.NodeProto) -> list[Value]:
     return _res(imp.emit(g.ClipOp(imp.value(node.input[0]), min=lo, max=hi)))
 
 
-@converter("Cast")
+@converter("Cast", "CastLike")
 def convert_cast(imp: Importer, node: onnx.NodeProto) -> list[Value]:
-    to = attrs(node)["to"]
-    if to != onnx.TensorProto.FLOAT:
-        raise imp.error(
-            f"cast of a computed tensor to {_type_name(to)} is not supported (only to FLOAT)"
-        )
-    return _res(imp.emit(g.CastOp(imp.value(node.input[0], dtype=None), to="f32")))
+    if node.op_type == "CastLike":
+        like = imp.lookup(node.input[1])
+        to_el = element_type_of(like) if isinstance(like, SSAValue) else None
+        target = str(to_el) if to_el is not None else None
+        if target is None:
+            assert isinstance(like, np.ndarray)
+            target = str(g.dense_attr(like).get_element_type())
+    else:
+        to = attrs(node)["to"]
+        if to not in _CAST_TARGETS:
+            raise imp.error(
+                f"cast of a computed tensor to {_type_name(to)} is not supported (to "
+                f"{_SUPPORTED_ELEMENTS} only)"
+            )
+        target = _CAST_TARGETS[to]
+    return _res(imp.emit(g.CastOp(imp.value(node.input[0]), to=target)))
 
 
 @converter("Dropout")
@@ -718,9 +933,8 @@ def convert_dropout(imp: Importer, node: onnx.NodeProto) -> list[Value]:
         ratio = imp.scalar_input(node, 1, "ratio") if imp.has(node, 1) else 0.5
         if training and ratio != 0.0:
             raise imp.error("training_mode=1 (random dropout) is not supported (inference only)")
-    if len(node.output) > 1 and node.output[1] in imp.used_names:
-        raise imp.error("the mask output is used; only the data output is supported")
-    return _res(imp.emit(g.DropoutOp(imp.value(node.input[0]))))  # an unused mask is dropped
+    y = imp.op(g.DropoutOp(imp.value(node.input[0])))
+    return [y, np.ones(imp.shape_of(y), dtype=np.bool_)]  # inference keeps every element
 
 
 # ----------------------------------------------------------------------------- linear algebra
@@ -1066,12 +1280,7 @@ def convert_gather(imp: Importer, node: onnx.NodeProto) -> list[Value]:
             raise imp.error(f"indices out of range for axis {axis} of extent {shape[axis]}")
         indices = imp.value(node.input[1], dtype=np.int64)
     else:
-        indices = imp.value(node.input[1], dtype=None)
-        el = indices.type.element_type if isinstance(indices.type, TensorType) else None
-        if el == f32:  # the model's inputs are float32: computed indices cannot be integers
-            raise imp.error(
-                f"indices ('{node.input[1]}') must be integers, got a computed float32 tensor"
-            )
+        indices = imp.value(node.input[1])
     return _res(imp.emit(g.GatherOp(imp.value(node.input[0]), indices, axis=axis)))
 
 
@@ -1127,6 +1336,129 @@ def convert_shape(imp: Importer, node: onnx.NodeProto) -> list[Value]:
     a = attrs(node)
     shape = np.asarray(imp.shape(node.input[0]), dtype=np.int64)
     return [shape[a.get("start", 0) : a.get("end", len(shape))]]
+
+
+# ----------------------------------------------------------------------------- compositions
+
+
+def _keep_or_squeeze(imp: Importer, y: SSAValue, axes: list[int], keepdims: int) -> SSAValue:
+    return y if keepdims else imp.op(g.SqueezeOp(y, axes=axes))
+
+
+def _reduce_axes(imp: Importer, node: onnx.NodeProto, axes_input_since: int) -> list[int]:
+    rank = len(imp.shape(node.input[0]))
+    a = attrs(node)
+    if imp.opset >= axes_input_since:
+        axes = imp.int_input(node, 1, "axes") if imp.has(node, 1) else []
+    else:
+        axes = list(a.get("axes", []))
+    return list(S.normalize_axes([int(v) for v in axes], rank)) if axes else list(range(rank))
+
+
+@converter(
+    "ReduceMin", "ReduceL1", "ReduceL2", "ReduceSumSquare", "ReduceLogSumExp", "ReduceLogSum"
+)
+def convert_reduce_composed(imp: Importer, node: onnx.NodeProto) -> list[Value]:
+    """Reductions composed of ReduceSum/ReduceMax and elementwise ops: min(x) = -max(-x),
+    L1 = sum|x|, L2 = sqrt(sum x^2), log-sum-exp = m + log(sum(exp(x - m)))."""
+    a = attrs(node)
+    since = 18
+    keepdims = int(a.get("keepdims", 1))
+    x = imp.value(node.input[0])
+    if imp.has(node, 1) or "axes" in a or imp.opset < since:
+        axes = _reduce_axes(imp, node, since)
+    else:
+        if a.get("noop_with_empty_axes", 0):
+            return _res(imp.emit(g.IdentityOp(x)))
+        axes = list(range(len(imp.shape_of(x))))
+    t = node.op_type
+    if t == "ReduceMin":  # bool: not any(not x)
+        flip = g.NotOp if element_type_of(x) == i1 else g.NegOp
+        m = imp.op(g.ReduceMaxOp(imp.op(flip(x)), axes=axes, keepdims=keepdims))
+        return [imp.op(flip(m))]
+    if t == "ReduceL1":
+        return [imp.op(g.ReduceSumOp(imp.op(g.AbsOp(x)), axes=axes, keepdims=keepdims))]
+    if t in ("ReduceL2", "ReduceSumSquare"):
+        s = imp.op(g.ReduceSumOp(imp.op(g.MulOp(x, x)), axes=axes, keepdims=keepdims))
+        return [imp.op(g.SqrtOp(s)) if t == "ReduceL2" else s]
+    if t == "ReduceLogSum":
+        return [imp.op(g.LogOp(imp.op(g.ReduceSumOp(x, axes=axes, keepdims=keepdims))))]
+    m = imp.op(g.ReduceMaxOp(x, axes=axes, keepdims=1))
+    e = imp.op(g.ExpOp(imp.op(g.SubOp(x, m))))
+    y = imp.op(g.AddOp(imp.op(g.LogOp(imp.op(g.ReduceSumOp(e, axes=axes, keepdims=1)))), m))
+    return [_keep_or_squeeze(imp, y, axes, keepdims)]
+
+
+@converter("InstanceNormalization")
+def convert_instance_norm(imp: Importer, node: onnx.NodeProto) -> list[Value]:
+    """(x - mean) / sqrt(var + eps) over the spatial dims of each (n, c), then per-channel
+    scale and bias."""
+    x, scale, bias = (imp.value(n) for n in node.input[:3])
+    shape = imp.shape_of(x)
+    if len(shape) < 3:
+        raise imp.error(f"needs an input of rank 3 or more (N, C, spatial...), got {list(shape)}")
+    axes = list(range(2, len(shape)))
+    eps = float(attrs(node).get("epsilon", 1e-5))
+    mean = imp.op(g.ReduceMeanOp(x, axes=axes, keepdims=1))
+    d = imp.op(g.SubOp(x, mean))
+    var = imp.op(g.ReduceMeanOp(imp.op(g.MulOp(d, d)), axes=axes, keepdims=1))
+    y = imp.op(g.DivOp(d, imp.op(g.SqrtOp(imp.op(g.AddOp(var, imp.scalar(eps)))))))
+    per_channel = [shape[1]] + [1] * (len(shape) - 2)
+    y = imp.op(g.MulOp(y, imp.op(g.ReshapeOp(scale, per_channel))))
+    return _res(imp.emit(g.AddOp(y, imp.op(g.ReshapeOp(bias, per_channel)))))
+
+
+@converter("DepthToSpace", "SpaceToDepth")
+def convert_depth_to_space(imp: Importer, node: onnx.NodeProto) -> list[Value]:
+    """Reshape - transpose - reshape, as the operator's definition spells it."""
+    a = attrs(node)
+    bs = int(a["blocksize"])
+    x = imp.value(node.input[0])
+    n, c, h, w = imp.shape_of(x)
+    if node.op_type == "DepthToSpace":
+        if _s(a.get("mode", "DCR")) == "DCR":
+            t = imp.op(g.ReshapeOp(x, [n, bs, bs, c // (bs * bs), h, w]))
+            t = imp.op(g.TransposeOp(t, perm=[0, 3, 4, 1, 5, 2]))
+        else:
+            t = imp.op(g.ReshapeOp(x, [n, c // (bs * bs), bs, bs, h, w]))
+            t = imp.op(g.TransposeOp(t, perm=[0, 1, 4, 2, 5, 3]))
+        return _res(imp.emit(g.ReshapeOp(t, [n, c // (bs * bs), h * bs, w * bs])))
+    t = imp.op(g.ReshapeOp(x, [n, c, h // bs, bs, w // bs, bs]))
+    crd = _s(a.get("mode", "DCR")) == "CRD"
+    t = imp.op(g.TransposeOp(t, perm=[0, 1, 3, 5, 2, 4] if crd else [0, 3, 5, 1, 2, 4]))
+    return _res(imp.emit(g.ReshapeOp(t, [n, c * bs * bs, h // bs, w // bs])))
+
+
+@converter("Tile")
+def convert_tile(imp: Importer, node: onnx.NodeProto) -> list[Value]:
+    """x tiled `repeats` times: interleave unit dims, broadcast them to the repeats, merge."""
+    reps = imp.int_input(node, 1, "repeats")
+    x = imp.value(node.input[0])
+    shape = imp.shape_of(x)
+    if len(reps) != len(shape) or min(reps, default=1) < 1:
+        raise imp.error(f"repeats {reps} must be {len(shape)} positive numbers")
+    spread = [v for d in shape for v in (1, d)]
+    grown = [v for r, d in zip(reps, shape, strict=True) for v in (r, d)]
+    t = imp.op(g.ExpandOp(imp.op(g.ReshapeOp(x, spread)), shape=grown))
+    return _res(imp.emit(g.ReshapeOp(t, [r * d for r, d in zip(reps, shape, strict=True)])))
+
+
+@converter("Trilu")
+def convert_trilu(imp: Importer, node: onnx.NodeProto) -> list[Value]:
+    """x where the (static) triangle mask holds, else 0."""
+    x = imp.value(node.input[0])
+    shape = imp.shape_of(x)
+    k = imp.int_input(node, 1, "k")[0] if imp.has(node, 1) else 0
+    rows, cols = np.indices(shape[-2:])
+    upper = int(attrs(node).get("upper", 1))
+    keep = (cols - rows >= k) if upper else (cols - rows <= k)
+    zero = imp.scalar(0, like=x)
+    return _res(imp.emit(g.WhereOp(imp.op(g.ConstantOp(keep)), x, zero)))
+
+
+@converter("Size")
+def convert_size(imp: Importer, node: onnx.NodeProto) -> list[Value]:
+    return [np.asarray(math.prod(imp.shape(node.input[0])), dtype=np.int64)]  # static
 
 
 # ----------------------------------------------------------------------------- entry point
@@ -1266,13 +1598,8 @@ def upgrade_opset(model: onnx.ModelProto) -> onnx.ModelProto:
     """`model` itself if its default-domain opset is supported, else the model upgraded to
     UPGRADE_TO_OPSET by onnx.version_converter; FrontendError with its reason if it cannot."""
     opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0)
-    if opset >= MIN_OPSET:
+    if opset >= MIN_OPSET or opset == 0:  # 0: no default-domain operators to upgrade
         return model
-    if opset < 7:
-        raise FrontendError(
-            f"ONNX opset {opset} is not supported (need >= 7; opsets 7-{MIN_OPSET - 1} are "
-            f"upgraded to {UPGRADE_TO_OPSET} with onnx's version converter)"
-        )
     try:
         return version_converter.convert_version(model, UPGRADE_TO_OPSET)
     except Exception as e:  # the converter reports unconvertible nodes as RuntimeError & co.

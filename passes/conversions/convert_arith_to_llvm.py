@@ -15,7 +15,6 @@ from xdsl.dialects.builtin import (
     IntegerType,
     ModuleOp,
     VectorType,
-    i64,
 )
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.passes import ModulePass
@@ -68,12 +67,13 @@ _FLOAT_NUM: dict[type[Operation], _FloatBinaryCtor] = {
     arith.MinnumfOp: llvm.VectorFMinOp,
 }
 
-# (icmp predicate for select) for integer min/max
+# integer min/max as LLVM's intrinsics (scalars and vectors alike: xDSL's llvm.select takes a
+# scalar condition only, so icmp + select would not do for vectors)
 _INT_MINMAX: dict[type[Operation], str] = {
-    arith.MinSIOp: "slt",
-    arith.MaxSIOp: "sgt",
-    arith.MinUIOp: "ult",
-    arith.MaxUIOp: "ugt",
+    arith.MinSIOp: "llvm.smin",
+    arith.MaxSIOp: "llvm.smax",
+    arith.MinUIOp: "llvm.umin",
+    arith.MaxUIOp: "llvm.umax",
 }
 
 
@@ -127,9 +127,7 @@ class ArithToLLVM(RewritePattern):
         if t in _FLOAT_INTRINSIC:
             return [llvm.CallIntrinsicOp(_FLOAT_INTRINSIC[t], args, [res_type])]
         if t in _INT_MINMAX:
-            pred = llvm.ICmpPredicateFlag(_INT_MINMAX[t]).to_int()
-            cmp = llvm.ICmpOp(args[0], args[1], IntegerAttr(pred, i64))
-            return [cmp, llvm.SelectOp(cmp.res, args[0], args[1])]
+            return [llvm.CallIntrinsicOp(_INT_MINMAX[t], args, [res_type])]
         if isinstance(op, arith.NegfOp):
             return [llvm.FNegOp(args[0], _fastmath(op))]
         if isinstance(op, arith.CmpfOp):

@@ -28,7 +28,6 @@ from xdsl.dialects.builtin import (
     IntegerType,
     ModuleOp,
     StringAttr,
-    f32,
 )
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
@@ -51,6 +50,7 @@ from passes.conversions.convert_graph_to_linalg_builder import (
     dim,
     elem_of,
     identity,
+    is_float,
     shape_of,
 )
 
@@ -138,12 +138,27 @@ class ConstantLowering(_GraphLowering):
 
 # -- elementwise ------------------------------------------------------------------------------------
 
+
+def _compare(pred: str) -> Callable[[Body, SSAValue, SSAValue], SSAValue]:
+    return lambda b, x, y: b.compare(pred, x, y)
+
+
 _BINARY: dict[str, Callable[[Body, SSAValue, SSAValue], SSAValue]] = {
     "graph.add": Body.add,
     "graph.sub": Body.sub,
     "graph.mul": Body.mul,
     "graph.div": Body.div,
     "graph.pow": lambda b, x, y: b.op(xmath.PowFOp(x, y)),
+    "graph.max": Body.max,
+    "graph.min": Body.min,
+    "graph.equal": _compare("eq"),
+    "graph.less": _compare("lt"),
+    "graph.less_equal": _compare("le"),
+    "graph.greater": _compare("gt"),
+    "graph.greater_equal": _compare("ge"),
+    "graph.and": lambda b, x, y: b.op(arith.AndIOp(x, y)),
+    "graph.or": lambda b, x, y: b.op(arith.OrIOp(x, y)),
+    "graph.xor": lambda b, x, y: b.op(arith.XOrIOp(x, y)),
 }
 
 _SQRT1_2 = 1.0 / sqrt(2.0)
@@ -155,18 +170,23 @@ def _unary_body(op: Operation) -> Callable[[Body, SSAValue], SSAValue]:
     n = op.name
     if n == "graph.sqrt":
         return Body.sqrt
+    if n in _MATH_UNARY:
+        math_op = _MATH_UNARY[n]
+        return lambda b, x: b.op(math_op(x))
     if n == "graph.exp":
         return Body.exp
     if n == "graph.log":
         return Body.log
     if n == "graph.neg":
         return Body.neg
+    if n == "graph.not":
+        return lambda b, x: b.op(arith.XOrIOp(x, b.const(1, x)))
     if n == "graph.abs":
-        return lambda b, x: b.op(xmath.AbsFOp(x))
+        return lambda b, x: b.op(xmath.AbsFOp(x)) if is_float(x.type) else b.max(x, b.neg(x))
     if n == "graph.reciprocal":
         return lambda b, x: b.div(b.f(1.0), x)
     if n == "graph.relu":
-        return lambda b, x: b.max(x, b.f(0.0))
+        return lambda b, x: b.max(x, b.const(0, x))
     if n == "graph.sigmoid":
         return lambda b, x: b.div(b.f(1.0), b.add(b.f(1.0), b.exp(b.neg(x))))
     if n == "graph.tanh":
@@ -192,9 +212,9 @@ def _unary_body(op: Operation) -> Callable[[Body, SSAValue], SSAValue]:
 
         def clip(b: Body, x: SSAValue) -> SSAValue:
             if lo != NEG_INF:
-                x = b.max(x, b.f(lo))
+                x = b.max(x, b.const(lo, x))
             if hi != float("inf"):
-                x = b.min(x, b.f(hi))
+                x = b.min(x, b.const(hi, x))
             return x
 
         return clip
@@ -213,7 +233,17 @@ def _unary_body(op: Operation) -> Callable[[Body, SSAValue], SSAValue]:
     raise NotImplementedError(n)
 
 
+_MATH_UNARY: dict[str, Callable[[SSAValue], Operation]] = {
+    "graph.floor": xmath.FloorOp,
+    "graph.ceil": xmath.CeilOp,
+    "graph.round": xmath.RoundEvenOp,
+    "graph.sin": xmath.SinOp,
+    "graph.cos": xmath.CosOp,
+}
+
 _UNARY = (
+    *_MATH_UNARY,
+    "graph.not",
     "graph.sqrt",
     "graph.exp",
     "graph.log",
@@ -235,31 +265,34 @@ _UNARY = (
 class ElementwiseLowering(_GraphLowering):
     """One parallel generic per op; broadcasting lives in the input maps."""
 
-    ops = (*_BINARY, *_UNARY)
+    ops = (*_BINARY, *_UNARY, "graph.where", "graph.expand", "graph.cast")
 
     def lower(self, op: Operation, em: Emitter) -> Sequence[SSAValue]:
         out = _out_shape(op)
+        elem = elem_of(op.results[0])
+        ins = list(op.operands)
         if op.name in _BINARY:
             fn2 = _BINARY[op.name]
-            return [em.map_elementwise(list(op.operands), out, lambda b, a: fn2(b, a[0], a[1]))]
+            return [em.map_elementwise(ins, out, lambda b, a: fn2(b, a[0], a[1]), elem=elem)]
+        if op.name == "graph.where":
+            return [em.map_elementwise(ins, out, lambda b, a: b.select(*a), elem=elem)]
+        if op.name == "graph.expand":
+            return [em.map_elementwise(ins, out, lambda b, a: a[0], elem=elem)]
+        if op.name == "graph.cast":
+            if ins[0].type == op.results[0].type:
+                return [ins[0]]
+            return [em.map_elementwise(ins, out, lambda b, a: b.convert(a[0], elem), elem=elem)]
         fn1 = _unary_body(op)
-        return [em.map_elementwise([op.operands[0]], out, lambda b, a: fn1(b, a[0]))]
+        return [em.map_elementwise(ins, out, lambda b, a: fn1(b, a[0]), elem=elem)]
 
 
 class ForwardLowering(_GraphLowering):
-    """Identity, inference-mode Dropout and f32->f32 Cast are no-ops; int->f32 Cast converts."""
+    """Identity and inference-mode Dropout are no-ops."""
 
-    ops = ("graph.identity", "graph.dropout", "graph.cast")
+    ops = ("graph.identity", "graph.dropout")
 
     def lower(self, op: Operation, em: Emitter) -> Sequence[SSAValue]:
-        x = op.operands[0]
-        if x.type == op.results[0].type:
-            return [x]
-        et = elem_of(x)
-        if op.name != "graph.cast" or not isinstance(et, IntegerType):
-            raise DiagnosticException(f"{op.name}: cannot convert {x.type} to {op.results[0].type}")
-        conv = arith.UIToFPOp if et.width.data == 1 else arith.SIToFPOp  # bool is unsigned
-        return [em.map_elementwise([x], _out_shape(op), lambda b, a: b.op(conv(a[0], f32)))]
+        return [op.operands[0]]
 
 
 # -- convolution ------------------------------------------------------------------------------------
@@ -622,10 +655,11 @@ class DataMovementLowering(_GraphLowering):
 
         def body(b: Body, a: list[SSAValue]) -> SSAValue:
             i = a[0]
-            zero = b.op(arith.ConstantOp(IntegerAttr(0, ity)))
-            neg = b.op(arith.CmpiOp(i, zero, "slt"))
-            wrapped = b.op(arith.AddiOp(i, b.op(arith.ConstantOp(IntegerAttr(extent, ity)))))
-            i = b.op(arith.IndexCastOp(b.select(neg, wrapped, i), IndexType()))
+            neg = b.compare("lt", i, b.const(0, i))
+            i = b.select(neg, b.add(i, b.const(extent, i)), i)
+            # an index out of [-extent, extent) is clamped, never read out of bounds
+            i = b.min(b.max(i, b.const(0, i)), b.const(extent - 1, i))
+            i = b.op(arith.IndexCastOp(i, IndexType()))
             coords = [b.index(j) for j in range(axis)] + [i]
             coords += [b.index(j - 1 + q) for j in range(axis + 1, len(ds))]
             return b.op(tensor.ExtractOp(data, coords, elem_of(data)))

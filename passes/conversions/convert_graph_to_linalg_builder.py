@@ -15,10 +15,12 @@ from xdsl.builder import Builder
 from xdsl.dialects import arith, math, tensor
 from xdsl.dialects.builtin import (
     AffineMapAttr,
+    AnyFloat,
     ArrayAttr,
     DenseIntOrFPElementsAttr,
     FloatAttr,
     IntegerAttr,
+    IntegerType,
     TensorType,
     f32,
     i64,
@@ -109,8 +111,30 @@ def reassociation(small: Shape, big: Shape) -> list[list[int]] | None:
     return groups if j == len(big) else None
 
 
+def is_float(t: Attribute) -> bool:
+    return isinstance(t, AnyFloat)
+
+
+def scalar_attr(value: float | int | bool, elem: Attribute) -> FloatAttr | IntegerAttr:
+    """`value` as a constant of scalar type `elem`: -inf/inf become the integer type's extremes,
+    a bool is 0 or 1."""
+    if isinstance(elem, AnyFloat):
+        return FloatAttr(float(value), elem)
+    assert isinstance(elem, IntegerType), f"not a scalar element type: {elem}"
+    width = elem.width.data
+    if width == 1:  # -inf is false, the least bool
+        return IntegerAttr(int(value != NEG_INF and bool(value)), elem)
+    lo, hi = -(2 ** (width - 1)), 2 ** (width - 1) - 1
+    v = value if isinstance(value, int) else lo if value == NEG_INF else hi if value > hi else value
+    return IntegerAttr(max(lo, min(hi, int(v))), elem)
+
+
 class Body:
-    """Builds the scalar body of a linalg.generic; methods return SSA values."""
+    """Builds the scalar body of a linalg.generic; methods return SSA values.
+
+    Arithmetic dispatches on the operands' element type: float ops for f32, signed integer ops
+    for i64/i32, and on i1 (bool) the unsigned ones.
+    """
 
     def __init__(self, block: Block) -> None:
         self.builder = Builder(InsertPoint.at_end(block))
@@ -123,26 +147,40 @@ class Body:
     def f(self, value: float) -> SSAValue:
         return self.op(arith.ConstantOp(FloatAttr(value, f32)))
 
+    def const(self, value: float | int | bool, like: SSAValue | Attribute) -> SSAValue:
+        """A constant of `like`'s type (a value's, or the type itself)."""
+        elem = like.type if isinstance(like, SSAValue) else like
+        return self.op(arith.ConstantOp(scalar_attr(value, elem)))
+
+    @staticmethod
+    def _float(a: SSAValue) -> bool:
+        return is_float(a.type)
+
     def add(self, a: SSAValue, b: SSAValue) -> SSAValue:
-        return self.op(arith.AddfOp(a, b))
+        return self.op(arith.AddfOp(a, b) if self._float(a) else arith.AddiOp(a, b))
 
     def sub(self, a: SSAValue, b: SSAValue) -> SSAValue:
-        return self.op(arith.SubfOp(a, b))
+        return self.op(arith.SubfOp(a, b) if self._float(a) else arith.SubiOp(a, b))
 
     def mul(self, a: SSAValue, b: SSAValue) -> SSAValue:
-        return self.op(arith.MulfOp(a, b))
+        return self.op(arith.MulfOp(a, b) if self._float(a) else arith.MuliOp(a, b))
 
     def div(self, a: SSAValue, b: SSAValue) -> SSAValue:
-        return self.op(arith.DivfOp(a, b))
+        """a / b; on integers truncated toward zero (C, onnxruntime)."""
+        return self.op(arith.DivfOp(a, b) if self._float(a) else arith.DivSIOp(a, b))
 
     def max(self, a: SSAValue, b: SSAValue) -> SSAValue:
-        return self.op(arith.MaximumfOp(a, b))
+        if self._float(a):
+            return self.op(arith.MaximumfOp(a, b))
+        return self.op(arith.MaxUIOp(a, b) if _is_bool(a) else arith.MaxSIOp(a, b))
 
     def min(self, a: SSAValue, b: SSAValue) -> SSAValue:
-        return self.op(arith.MinimumfOp(a, b))
+        if self._float(a):
+            return self.op(arith.MinimumfOp(a, b))
+        return self.op(arith.MinUIOp(a, b) if _is_bool(a) else arith.MinSIOp(a, b))
 
     def neg(self, a: SSAValue) -> SSAValue:
-        return self.op(arith.NegfOp(a))
+        return self.op(arith.NegfOp(a)) if self._float(a) else self.sub(self.const(0, a), a)
 
     def exp(self, a: SSAValue) -> SSAValue:
         return self.op(math.ExpOp(a))
@@ -165,8 +203,41 @@ class Body:
     def cmpf(self, pred: str, a: SSAValue, b: SSAValue) -> SSAValue:
         return self.op(arith.CmpfOp(a, b, pred))
 
+    def compare(self, pred: str, a: SSAValue, b: SSAValue) -> SSAValue:
+        """a <pred> b for pred in eq, ne, lt, le, gt, ge: ordered float comparisons (false on
+        nan, `ne` true), signed integer ones, unsigned on bool."""
+        if self._float(a):
+            return self.cmpf("une" if pred == "ne" else "o" + pred, a, b)
+        if pred in ("eq", "ne"):
+            return self.op(arith.CmpiOp(a, b, pred))
+        return self.op(arith.CmpiOp(a, b, ("u" if _is_bool(a) else "s") + pred))
+
+    def convert(self, a: SSAValue, to: Attribute) -> SSAValue:
+        """a as element type `to` with ONNX Cast's semantics (see graph.cast)."""
+        src = a.type
+        if src == to:
+            return a
+        if isinstance(to, IntegerType) and to.width.data == 1:  # to bool: != 0
+            return self.compare("ne", a, self.const(0, a))
+        if is_float(src) and is_float(to):
+            wider = src.bitwidth < to.bitwidth  # type: ignore[attr-defined]
+            return self.op((arith.ExtFOp if wider else arith.TruncFOp)(a, to))
+        if isinstance(to, AnyFloat):
+            return self.op((arith.UIToFPOp if _is_bool(a) else arith.SIToFPOp)(a, to))
+        assert isinstance(to, IntegerType)
+        if is_float(src):
+            return self.op(arith.FPToSIOp(a, to))
+        assert isinstance(src, IntegerType)
+        if src.width.data < to.width.data:
+            return self.op((arith.ExtUIOp if _is_bool(a) else arith.ExtSIOp)(a, to))
+        return self.op(arith.TruncIOp(a, to))
+
     def index(self, d: int) -> SSAValue:
         return self.op(IndexOp(d))
+
+
+def _is_bool(a: SSAValue) -> bool:
+    return isinstance(a.type, IntegerType) and a.type.width.data == 1
 
 
 BodyFn = Callable[[Body, list[SSAValue]], SSAValue]
@@ -187,19 +258,20 @@ class Emitter:
     def empty(self, shape: Shape, elem: Attribute = f32) -> SSAValue:
         return self.add(tensor.EmptyOp([], TensorType(elem, list(shape))))
 
-    def scalar(self, value: float) -> SSAValue:
-        return self.add(arith.ConstantOp(FloatAttr(value, f32)))
+    def scalar(self, value: float, elem: Attribute = f32) -> SSAValue:
+        return self.add(arith.ConstantOp(scalar_attr(value, elem)))
 
     def dense(self, arr: np.ndarray) -> SSAValue:
-        """A constant f32 or i64 tensor (the dense element types the TENSOR level uses)."""
-        if arr.dtype not in (np.float32, np.int64):
+        """A constant tensor of a graph element type (f32, i64, i32, bool)."""
+        if arr.dtype not in (np.float32, np.int64, np.int32, np.bool_):
             raise NotImplementedError(f"dense constant of dtype {arr.dtype}")
         return self.add(arith.ConstantOp(numpy_to_dense(arr)))
 
-    def fill(self, value: float, shape: Shape) -> SSAValue:
-        init = self.empty(shape)
-        c = self.scalar(value)
-        t = TensorType(f32, list(shape))
+    def fill(self, value: float, shape: Shape, elem: Attribute = f32) -> SSAValue:
+        """A tensor of `value` (as `elem`: -inf is an integer type's minimum)."""
+        init = self.empty(shape, elem)
+        c = self.scalar(value, elem)
+        t = TensorType(elem, list(shape))
         return self.add(FillOp([c], [init], [t]))
 
     # -- linalg.generic -----------------------------------------------------------------------
@@ -232,15 +304,19 @@ class Emitter:
         out_shape: Shape,
         body: BodyFn,
         input_maps: Sequence[Exprs] | None = None,
+        elem: Attribute | None = None,
     ) -> SSAValue:
-        """A parallel generic over `out_shape`; inputs broadcast numpy-style unless maps given."""
+        """A parallel generic over `out_shape` with elements of type `elem` (default: the first
+        input's); inputs broadcast numpy-style unless maps given."""
         if input_maps is None:
             input_maps = [broadcast_exprs(shape_of(v), out_shape) for v in inputs]
+        if elem is None:
+            elem = elem_of(inputs[0]) if inputs else f32
         rank = len(out_shape)
         return self.generic(
             inputs,
             input_maps,
-            self.empty(out_shape),
+            self.empty(out_shape, elem),
             identity(rank),
             "p" * rank,
             lambda b, a: body(b, a[: len(inputs)]),
@@ -269,7 +345,7 @@ class Emitter:
             out_shape = (1,)
             out_map = [dim(rank)]
             iters = "r" * rank + "p"
-        init = self.fill(0.0 if kind == "sum" else NEG_INF, out_shape)
+        init = self.fill(0.0 if kind == "sum" else NEG_INF, out_shape, elem_of(x))
 
         def body(b: Body, a: list[SSAValue]) -> SSAValue:
             v = pre(b, a[0]) if pre is not None else a[0]
@@ -329,7 +405,7 @@ class Emitter:
                 offs = [lows[j] if j < k else 0 for j in range(len(shape))]
                 sizes = [shape[j] if j < k else padded[j] for j in range(len(shape))]
                 offs[k], sizes[k] = start, extent
-                out = self.insert_slice(self.fill(value, tuple(sizes)), out, offs)
+                out = self.insert_slice(self.fill(value, tuple(sizes), elem_of(x)), out, offs)
         return self.insert_slice(x, out, lows)
 
     def _reshape_op(

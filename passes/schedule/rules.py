@@ -14,6 +14,7 @@ import math
 from dataclasses import replace
 
 from xdsl.dialects import arith
+from xdsl.dialects.builtin import IntegerType
 from xdsl.dialects.linalg import ops as linalg
 
 from dialects.sched import Schedule
@@ -30,12 +31,31 @@ MAX_PANEL_ELEMENTS = 32 * 1024
 
 # -- vector loop ------------------------------------------------------------------------------
 
+_SCALAR_ONLY = (
+    arith.CmpfOp,
+    arith.CmpiOp,
+    arith.SIToFPOp,
+    arith.UIToFPOp,
+    arith.FPToSIOp,
+    arith.FPToUIOp,
+    arith.ExtSIOp,
+    arith.ExtUIOp,
+    arith.TruncIOp,
+    arith.ExtFOp,
+    arith.TruncFOp,
+)
+"""Body ops xDSL (0.74) builds on scalars only."""
+
 
 def vectorizable_along(info: KernelInfo, d: int) -> bool:
     """Whether the body can run with loop d as vector lanes (elementwise ops only)."""
     if info.iterators[d] != "parallel":
         return False
     block = info.op.body.block
+    # a vector of i1 is bit-packed in LLVM, a bool buffer holds one byte per element: bool
+    # operands keep the kernel scalar
+    if any(isinstance(a.type, IntegerType) and a.type.width.data == 1 for a in block.args):
+        return False
     varying = set(block.args)  # values that differ between lanes
     for op in block.ops:
         if isinstance(op, linalg.IndexOp) and op.dim.value.data == d:
@@ -46,8 +66,9 @@ def vectorizable_along(info: KernelInfo, d: int) -> bool:
             return False
         lane_dependent = any(x in varying for x in op.operands)
         # xDSL 0.74's arith.cmpf/cmpi type a vector comparison as a scalar i1 (and llvm.fcmp
-        # takes no vectors), so a comparison of lane values keeps the kernel scalar
-        if lane_dependent and isinstance(op, arith.CmpfOp | arith.CmpiOp):
+        # takes no vectors), and its conversions (sitofp, extsi, ...) take scalars only, so a
+        # comparison or conversion of lane values keeps the kernel scalar
+        if lane_dependent and isinstance(op, _SCALAR_ONLY):
             return False
         if lane_dependent:
             varying.update(op.results)

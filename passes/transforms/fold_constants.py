@@ -6,8 +6,9 @@ is known from the static type alone) is evaluated with numpy and replaced by a
 A result with more than `max_elements` elements is never materialized (the op stays).
 
 The numpy semantics live once, in `NUMPY_SEMANTICS` (op class -> f(arrays, op) -> results):
-elementwise (add sub mul div pow sqrt exp log neg abs reciprocal relu sigmoid tanh erf
-hard_swish leaky_relu hard_sigmoid clip gelu cast identity dropout), matmul, gemm, softmax,
+elementwise (add sub mul div pow floor ceil round sin cos sqrt exp log neg abs reciprocal relu sigmoid tanh erf
+hard_swish leaky_relu hard_sigmoid clip gelu cast identity dropout max min, the comparisons,
+and or xor not where expand), matmul, gemm, softmax,
 log_softmax, layer_norm, batch_norm, global_avg_pool, global_max_pool, reduce_mean/sum/max,
 reshape, flatten, squeeze, unsqueeze, transpose, concat, split, slice, gather, pad and shape.
 Not folded (no numpy implementation here, on purpose): conv, max_pool, avg_pool.
@@ -25,7 +26,6 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import (
     ModuleOp,
     TensorType,
-    i64,
 )
 from xdsl.ir import Operation
 from xdsl.irdl import IRDLOperation
@@ -38,6 +38,7 @@ from xdsl.pattern_rewriter import (
 )
 
 from dialects import graph as g
+from dialects.dense import numpy_dtype
 from dialects.graph import attribute_value
 
 F32 = np.float32
@@ -123,11 +124,16 @@ def _reduce(
 ) -> Callable[[Sequence[np.ndarray], Operation], np.ndarray]:
     def run(a: Sequence[np.ndarray], op: Operation) -> np.ndarray:
         axes = prop(op, "axes")
-        return fn(
-            a[0], axis=tuple(axes) if axes else None, keepdims=bool(prop(op, "keepdims"))
-        ).astype(F32)
+        return fn(a[0], axis=tuple(axes) if axes else None, keepdims=bool(prop(op, "keepdims")))
 
     return run
+
+
+def _divide(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """a / b; integers truncated toward zero (as the compiled code and onnxruntime do)."""
+    if np.issubdtype(a.dtype, np.integer):
+        return np.trunc(a.astype(np.float64) / b).astype(a.dtype)  # type: ignore[no-any-return]
+    return a / b  # type: ignore[no-any-return]
 
 
 def _slice(x: np.ndarray, op: Operation) -> np.ndarray:
@@ -156,9 +162,14 @@ NUMPY_SEMANTICS: dict[type[Operation], Semantics] = {
     g.AddOp: lambda a, op: a[0] + a[1],
     g.SubOp: lambda a, op: a[0] - a[1],
     g.MulOp: lambda a, op: a[0] * a[1],
-    g.DivOp: lambda a, op: a[0] / a[1],
+    g.DivOp: lambda a, op: _divide(a[0], a[1]),
     g.PowOp: lambda a, op: np.power(a[0], a[1]),
     g.SqrtOp: lambda a, op: np.sqrt(a[0]),
+    g.FloorOp: lambda a, op: np.floor(a[0]),
+    g.CeilOp: lambda a, op: np.ceil(a[0]),
+    g.RoundOp: lambda a, op: np.round(a[0]),
+    g.SinOp: lambda a, op: np.sin(a[0]),
+    g.CosOp: lambda a, op: np.cos(a[0]),
     g.ExpOp: lambda a, op: np.exp(a[0]),
     g.LogOp: lambda a, op: np.log(a[0]),
     g.NegOp: lambda a, op: -a[0],
@@ -177,7 +188,20 @@ NUMPY_SEMANTICS: dict[type[Operation], Semantics] = {
         np.maximum(a[0], F32(prop(op, "min"))), F32(prop(op, "max"))
     ),
     g.GeluOp: lambda a, op: _gelu(a[0], op),
-    g.CastOp: lambda a, op: a[0].astype(F32),
+    g.CastOp: lambda a, op: a[0],  # `evaluate` converts to the result type
+    g.MaxOp: lambda a, op: np.maximum(a[0], a[1]),
+    g.MinOp: lambda a, op: np.minimum(a[0], a[1]),
+    g.EqualOp: lambda a, op: a[0] == a[1],
+    g.LessOp: lambda a, op: a[0] < a[1],
+    g.LessEqualOp: lambda a, op: a[0] <= a[1],
+    g.GreaterOp: lambda a, op: a[0] > a[1],
+    g.GreaterEqualOp: lambda a, op: a[0] >= a[1],
+    g.AndOp: lambda a, op: a[0] & a[1],
+    g.OrOp: lambda a, op: a[0] | a[1],
+    g.XorOp: lambda a, op: a[0] ^ a[1],
+    g.NotOp: lambda a, op: ~a[0],
+    g.WhereOp: lambda a, op: np.where(a[0], a[1], a[2]),
+    g.ExpandOp: lambda a, op: np.broadcast_to(a[0], result_shape(op)),
     g.IdentityOp: lambda a, op: a[0],
     g.DropoutOp: lambda a, op: a[0],
     g.MatmulOp: lambda a, op: np.matmul(a[0], a[1]),
@@ -217,8 +241,7 @@ def evaluate(op: Operation, arrays: Sequence[np.ndarray]) -> list[np.ndarray] | 
     for r, v in zip(op.results, outs, strict=True):
         t = r.type
         assert isinstance(t, TensorType), (op.name, t)
-        dt = np.int64 if t.get_element_type() == i64 else F32
-        v = np.asarray(v).astype(dt)
+        v = np.asarray(v).astype(numpy_dtype(t.get_element_type()))
         assert v.shape == tuple(t.get_shape()), (op.name, v.shape)
         res.append(v)
     return res

@@ -17,6 +17,8 @@ from xdsl.dialects.builtin import (
     StringAttr,
     TensorType,
     f32,
+    i1,
+    i32,
     i64,
 )
 from xdsl.ir import Block, Region, SSAValue
@@ -55,7 +57,7 @@ def shape_of(op) -> tuple[int, ...]:
 
 def test_every_op_has_pattern_kind_and_is_registered():
     names = {op.name for op in g.Graph.operations}
-    assert len(names) == len(g.GRAPH_OPS) == 51
+    assert len(names) == len(g.GRAPH_OPS) == 69
     for op in g.GRAPH_OPS:
         assert isinstance(g.pattern_kind(op), g.PatternKind), op.name
     assert g.pattern_kind(g.ConvOp) is g.PatternKind.OUT_FUSABLE
@@ -171,7 +173,6 @@ def test_defaults_are_filled():
             "count_include_pad",
         ),
         (lambda: g.GeluOp(arg(3), approximate="fast"), "approximate"),
-        (lambda: g.CastOp(arg(3), to="f16"), "only cast"),
         (lambda: g.LayerNormOp(arg(2, 3), arg(2), None, axis=1), "scale"),
         (lambda: g.BatchNormOp(arg(1, 3, 2, 2), arg(2), arg(3), arg(3), arg(3)), "[3]"),
         (lambda: g.FlattenOp(arg(2, 3), axis=3), "flatten axis"),
@@ -270,8 +271,14 @@ def _one_of_each() -> ModuleOp:
         TensorType(f32, [2]),
     )
     m_t, r_t = TensorType(f32, [4, 4]), TensorType(f32, [4])
-    block = Block(arg_types=[x_t, w_t, v_t, m_t, r_t])
-    x, w, v, m, r = block.args
+    b_t = TensorType(i1, [4])
+    block = Block(arg_types=[x_t, w_t, v_t, m_t, r_t, b_t])
+    x, w, v, m, r, bools = block.args
+
+    def on(cls: type) -> tuple[SSAValue, SSAValue]:
+        """An operand pair of element types the op accepts."""
+        return (bools, bools) if f32 not in cls.ELEMENTS else (x, r)
+
     plain = [
         o
         for o in g.GRAPH_OPS
@@ -283,10 +290,13 @@ def _one_of_each() -> ModuleOp:
     body.add_ops([relu := g.ReluOp(body.args[0]), g.YieldOp(relu.results[0])])
     ops = [
         idx,
-        *(cls(x) for cls in plain),
+        *(cls(on(cls)[0]) for cls in plain),
         g.CastOp(x),
+        g.CastOp(x, to="i1"),
         g.ShapeOp(x),
-        *(cls(x, r) for cls in binary),
+        *(cls(*on(cls)) for cls in binary),
+        g.WhereOp(bools, x, r),
+        g.ExpandOp(r, shape=[3, 1]),
         g.LeakyReluOp(x, alpha=0.1),
         g.HardSigmoidOp(x, alpha=0.3, beta=0.4),
         g.ClipOp(x, min=0.0, max=6.0),
@@ -355,3 +365,54 @@ def test_builder_rejects_unknown_property_and_wrong_operand_count():
         g.ReluOp(arg(3), axis=1)
     with pytest.raises(TypeError, match="takes 2 operands"):
         g.AddOp(arg(3))
+
+
+def typed(el, *shape: int) -> SSAValue:
+    return Block(arg_types=[TensorType(el, shape)]).args[0]
+
+
+@pytest.mark.parametrize(
+    "build, element",
+    [
+        (lambda: g.AddOp(typed(i64, 2, 3), typed(i64, 3)), i64),
+        (lambda: g.MaxOp(typed(i32, 3), typed(i32, 3)), i32),
+        (lambda: g.LessOp(typed(f32, 2, 3), typed(f32, 1)), i1),
+        (lambda: g.EqualOp(typed(i1, 4), typed(i1, 4)), i1),
+        (lambda: g.WhereOp(typed(i1, 4), typed(i64, 1), typed(i64, 4)), i64),
+        (lambda: g.CastOp(typed(i1, 4), to="i64"), i64),
+        (lambda: g.GatherOp(typed(i1, 5, 2), typed(i32, 3), axis=0), i1),
+        (lambda: g.ReshapeOp(typed(i64, 2, 3), [6]), i64),
+        (lambda: g.ShapeOp(typed(i1, 2, 3)), i64),
+        (lambda: g.ReduceSumOp(typed(i64, 2, 3), axes=[1]), i64),
+    ],
+)
+def test_result_element_type_is_inferred(build, element):
+    op = build()
+    op.verify()
+    assert op.results[0].type.element_type == element
+
+
+@pytest.mark.parametrize(
+    "build, message",
+    [
+        (lambda: g.AddOp(typed(f32, 3), typed(i64, 3)), "one element type, got f32 and i64"),
+        (lambda: g.ExpOp(typed(i64, 3)), "element type i64; supported: f32"),
+        (lambda: g.AndOp(typed(f32, 3), typed(f32, 3)), "supported: i1"),
+        (lambda: g.WhereOp(typed(f32, 3), typed(f32, 3), typed(f32, 3)), "the condition"),
+        (lambda: g.GatherOp(typed(f32, 3), typed(f32, 2)), "indices have element type f32"),
+        (lambda: g.CastOp(typed(f32, 3), to="f16"), 'cannot cast to "f16"'),
+        (lambda: g.ConvOp(typed(i64, 1, 1, 3, 3), typed(i64, 1, 1, 1, 1), None), "supported: f32"),
+    ],
+)
+def test_builder_rejects_unsupported_element_types(build, message):
+    with pytest.raises(S.ShapeError, match=message):
+        build()
+
+
+def test_verifier_rejects_a_result_of_the_wrong_element_type():
+    src = """func.func @f(%a: tensor<3xi64>) {
+      %0 = graph.neg %a : (tensor<3xi64>) -> tensor<3xf32>
+      func.return
+    }"""
+    with pytest.raises(VerifyException, match="does not match inferred tensor<3xi64>"):
+        Parser(ctx(), src).parse_module().verify()

@@ -26,6 +26,7 @@ from xdsl.dialects.builtin import (
     ModuleOp,
     TensorType,
     f32,
+    i1,
 )
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.ir.affine import (
@@ -35,6 +36,8 @@ from xdsl.ir.affine import (
     AffineDimExpr,
     AffineExpr,
 )
+
+from dialects.dense import numpy_dtype
 
 TOP_LEVEL_OPS = {
     "arith.constant",
@@ -126,6 +129,8 @@ def _scalar_op(op: Operation, a: list[Any], dims: Sequence[Any]) -> Any:
             if isinstance(v, FloatAttr):
                 return f(v.value.data)
             assert isinstance(v, IntegerAttr)
+            if v.type == i1:
+                return np.bool_(v.value.data)
             return np.int64(v.value.data)
         case "arith.addf" | "arith.addi":
             return a[0] + a[1]
@@ -136,10 +141,20 @@ def _scalar_op(op: Operation, a: list[Any], dims: Sequence[Any]) -> Any:
         case "arith.divf":
             with np.errstate(divide="ignore", invalid="ignore"):
                 return np.divide(a[0], a[1], dtype=f)
-        case "arith.maximumf":
+        case "arith.divsi":
+            return np.trunc(np.divide(a[0], a[1], dtype=np.float64)).astype(np.int64)
+        case "arith.maximumf" | "arith.maxsi" | "arith.maxui":
             return np.maximum(a[0], a[1])
-        case "arith.minimumf":
+        case "arith.minimumf" | "arith.minsi" | "arith.minui":
             return np.minimum(a[0], a[1])
+        case "arith.andi":
+            return a[0] & a[1]
+        case "arith.ori":
+            return a[0] | a[1]
+        case "arith.xori":
+            return a[0] ^ a[1]
+        case "arith.extsi" | "arith.extui" | "arith.trunci" | "arith.fptosi":
+            return np.asarray(a[0]).astype(numpy_dtype(op.results[0].type))
         case "arith.negf":
             return -a[0]
         case "arith.select":
