@@ -111,7 +111,7 @@ NUMERIC = FLOAT + INTEGER
 ANY = NUMERIC + BOOL
 """The element types graph tensors hold, by the families ops accept."""
 
-ELEMENT_NAMES: dict[str, Attribute] = {"f32": f32, "i64": i64, "i32": i32, "i1": i1}
+ELEMENT_NAMES: dict[str, Attribute] = {str(t): t for t in ANY}
 """Element types by the names `graph.cast` takes."""
 
 

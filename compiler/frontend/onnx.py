@@ -99,12 +99,8 @@ _GRAPH_ELEMENTS: dict[int, Attribute] = {
     onnx.TensorProto.INT32: i32,
     onnx.TensorProto.BOOL: i1,
 }
-_CAST_TARGETS: dict[int, str] = {
-    onnx.TensorProto.FLOAT: "f32",
-    onnx.TensorProto.INT64: "i64",
-    onnx.TensorProto.INT32: "i32",
-    onnx.TensorProto.BOOL: "i1",
-}
+_CAST_TARGETS: dict[int, str] = {k: str(v) for k, v in _GRAPH_ELEMENTS.items()}
+"""ONNX element type -> the name graph.cast takes (`f32`, `i64`, ...)."""
 _SUPPORTED_ELEMENTS = "FLOAT, INT64, INT32 and BOOL"
 
 # where a tensor without raw_data keeps its values (one per element for these types)

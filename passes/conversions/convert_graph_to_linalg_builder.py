@@ -145,7 +145,7 @@ class Body:
         return op.results[0]
 
     def f(self, value: float) -> SSAValue:
-        return self.op(arith.ConstantOp(FloatAttr(value, f32)))
+        return self.const(value, f32)
 
     def const(self, value: float | int | bool, like: SSAValue | Attribute) -> SSAValue:
         """A constant of `like`'s type (a value's, or the type itself)."""
