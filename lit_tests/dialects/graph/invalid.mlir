@@ -129,7 +129,7 @@ func.func @gelu_mode(%a: tensor<4xf32>) -> tensor<4xf32> {
 // -----
 
 func.func @cast_to(%a: tensor<4xf32>) -> tensor<4xf32> {
-  // expected-error@+1 {{only cast to "f32" is supported, got "i8"}}
+  // expected-error@+1 {{cannot cast to "i8"; supported: f32, i64, i32, i1}}
   %0 = graph.cast %a {to = "i8"} : (tensor<4xf32>) -> tensor<4xf32>
   func.return %0 : tensor<4xf32>
 }
@@ -144,10 +144,10 @@ func.func @pad_negative(%a: tensor<2xf32>) -> tensor<0xf32> {
 
 // -----
 
-func.func @const_type() -> tensor<2xi32> {
-  // expected-error@+1 {{element type must be f32 or i64, got i32}}
-  %0 = graph.constant dense<[1, 2]> : tensor<2xi32>
-  func.return %0 : tensor<2xi32>
+func.func @const_type() -> tensor<2xi16> {
+  // expected-error@+1 {{element type must be one of f32, i64, i32, i1, got i16}}
+  %0 = graph.constant dense<[1, 2]> : tensor<2xi16>
+  func.return %0 : tensor<2xi16>
 }
 
 // -----

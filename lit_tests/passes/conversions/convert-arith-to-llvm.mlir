@@ -21,7 +21,7 @@ func.func @scalar(%a: index, %x: f32, %y: f32, %n: i32) -> f32 {
 // CHECK: llvm.call_intrinsic "llvm.maximum"(%x, %{{.*}}) : (f32, f32) -> f32
 // CHECK: llvm.fcmp "ogt"
 // CHECK: llvm.select
-// CHECK: llvm.icmp "slt" %n, %n : i32
+// CHECK: llvm.call_intrinsic "llvm.smin"(%n, %n) : (i32, i32) -> i32
 // CHECK-NOT: arith.
 
 func.func @vector(%a: vector<16xf32>) -> vector<16xf32> {
