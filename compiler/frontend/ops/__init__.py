@@ -1,0 +1,22 @@
+"""The ONNX operator converters, one module per family; importing this package registers them
+all in `compiler.frontend.importer.CONVERTERS`."""
+
+from compiler.frontend.ops import (
+    constants,
+    conv_pool,
+    data_movement,
+    elementwise,
+    matmul,
+    normalization,
+    reductions,
+)
+
+__all__ = [
+    "constants",
+    "conv_pool",
+    "data_movement",
+    "elementwise",
+    "matmul",
+    "normalization",
+    "reductions",
+]
