@@ -30,7 +30,7 @@ from compiler.parallel_compile import compile_split, default_workers
 from compiler.pass_runner import make_context, run_passes
 from compiler.pipelines import IMPORTED, LEVELS, levels_between
 from compiler.runtime import aligned_copy, aligned_empty
-from dialects.attributes import MEMORY_PLAN_ATTR, NAME_ATTR
+from dialects.attributes import DTYPE_ATTR, MEMORY_PLAN_ATTR, NAME_ATTR
 from dialects.dense import numpy_dtype
 from passes.analysis.main_function import main_function
 
@@ -90,6 +90,14 @@ class TensorSpec:
     name: str
     shape: tuple[int, ...]
     dtype: np.dtype
+    """What the caller passes or gets."""
+    compute_dtype: np.dtype | None = None
+    """What the machine code reads or writes, where it is wider than `dtype` (float16 computed
+    in float32, uint8 in int32, ...): the boundary converts."""
+
+    @property
+    def buffer_dtype(self) -> np.dtype:
+        return self.compute_dtype if self.compute_dtype is not None else self.dtype
 
 
 def _signature(module: ModuleOp) -> tuple[list[TensorSpec], list[TensorSpec]]:
@@ -98,20 +106,23 @@ def _signature(module: ModuleOp) -> tuple[list[TensorSpec], list[TensorSpec]]:
     assert main is not None, "the module has no @main"
     ftype = main.function_type
 
-    def name_of(attrs, i: int, default: str) -> str:
+    def attr_of(attrs, i: int, key: str) -> str | None:
         if attrs is not None:
-            a = attrs.data[i].data.get(NAME_ATTR)
+            a = attrs.data[i].data.get(key)
             if isinstance(a, StringAttr):
                 return a.data
-        return default
+        return None
 
-    def spec(t, name: str) -> TensorSpec:
-        return TensorSpec(name, tuple(t.get_shape()), numpy_dtype(t.element_type))
+    def spec(t, attrs, i: int, default: str) -> TensorSpec:
+        name = attr_of(attrs, i, NAME_ATTR) or default
+        compute = numpy_dtype(t.element_type)
+        declared = attr_of(attrs, i, DTYPE_ATTR)
+        if declared is None:
+            return TensorSpec(name, tuple(t.get_shape()), compute)
+        return TensorSpec(name, tuple(t.get_shape()), np.dtype(declared), compute)
 
-    ins = [spec(t, name_of(main.arg_attrs, i, f"arg{i}")) for i, t in enumerate(ftype.inputs.data)]
-    outs = [
-        spec(t, name_of(main.res_attrs, i, f"result{i}")) for i, t in enumerate(ftype.outputs.data)
-    ]
+    ins = [spec(t, main.arg_attrs, i, f"arg{i}") for i, t in enumerate(ftype.inputs.data)]
+    outs = [spec(t, main.res_attrs, i, f"result{i}") for i, t in enumerate(ftype.outputs.data)]
     return ins, outs
 
 
@@ -161,20 +172,25 @@ class CompiledModel:
                 raise InputError(
                     f"input '{spec.name}' has shape {list(a.shape)}; the model expects {list(spec.shape)}"
                 )
-            arrays.append(a)
+            arrays.append(a if spec.compute_dtype is None else a.astype(spec.compute_dtype))
         return arrays
 
     def run(self, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         args = [aligned_copy(a) for a in self.check_inputs(feeds)]
-        outs = [aligned_empty(s.shape, s.dtype) for s in self.outputs]
+        outs = [aligned_empty(s.shape, s.buffer_dtype) for s in self.outputs]
         self._use_threads()
         self.program.function("main")(*args, *outs)
-        return {s.name: o for s, o in zip(self.outputs, outs)}
+        # widened outputs: the computed values fit the declared type (integers) or are rounded
+        # to it once (float16)
+        return {
+            s.name: o if s.compute_dtype is None else o.astype(s.dtype)
+            for s, o in zip(self.outputs, outs)
+        }
 
     def runner(self, feeds: Mapping[str, np.ndarray]):
         """A zero-argument callable that runs the model on fixed buffers (for timing)."""
         args = [aligned_copy(a) for a in self.check_inputs(feeds)]
-        outs = [aligned_empty(s.shape, s.dtype) for s in self.outputs]
+        outs = [aligned_empty(s.shape, s.buffer_dtype) for s in self.outputs]
         fn = self.program.function("main")
         self._use_threads()
         return lambda: fn(*args, *outs)

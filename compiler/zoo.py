@@ -250,9 +250,9 @@ def model_from_arg(arg: str) -> onnx.ModelProto | str:
 def random_inputs(
     model: onnx.ModelProto, seed: int = 0, shapes: dict[str, list[int]] | None = None
 ) -> dict[str, np.ndarray]:
-    """Random inputs for `model`: standard normal floats; integers in {0, 1} and random bools,
-    valid as token ids (any vocabulary), attention masks and indices alike. `shapes` gives the
-    shape of inputs with symbolic dims."""
+    """Random inputs for `model`: standard normal floats (of the declared float type); integers
+    in {0, 1} and random bools, valid as token ids (any vocabulary), attention masks and indices
+    alike. `shapes` gives the shape of inputs with symbolic dims."""
     rng = np.random.default_rng(seed)
     init = {i.name for i in model.graph.initializer}
     feeds = {}
@@ -261,11 +261,11 @@ def random_inputs(
             continue
         tt = vi.type.tensor_type
         shape = (shapes or {}).get(vi.name) or [d.dim_value for d in tt.shape.dim]
-        if tt.elem_type in (onnx.TensorProto.INT64, onnx.TensorProto.INT32):
-            dtype = np.int64 if tt.elem_type == onnx.TensorProto.INT64 else np.int32
-            feeds[vi.name] = rng.integers(0, 2, shape).astype(dtype)
-        elif tt.elem_type == onnx.TensorProto.BOOL:
+        dtype = helper.tensor_dtype_to_np_dtype(tt.elem_type) if tt.elem_type else np.float32
+        if tt.elem_type == onnx.TensorProto.BOOL:
             feeds[vi.name] = rng.random(shape) < 0.5
+        elif np.issubdtype(dtype, np.integer):
+            feeds[vi.name] = rng.integers(0, 2, shape).astype(dtype)
         else:
-            feeds[vi.name] = rng.standard_normal(shape).astype(np.float32)
+            feeds[vi.name] = rng.standard_normal(shape).astype(dtype)
     return feeds

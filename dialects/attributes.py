@@ -7,6 +7,10 @@ different layers (outline-kernels writes `private_args`; the loop lowering and t
 
 NAME_ATTR = "ziggurat.name"
 """On @main's argument and result attributes: the ONNX tensor name (inputs and outputs)."""
+DTYPE_ATTR = "ziggurat.dtype"
+"""On @main's argument and result attributes, where the model declares an element type that is
+computed in a wider one (float16 in f32, int8/uint8/int16/uint16 in i32, uint32 in i64): the
+declared type's numpy name. The caller passes and gets that type; the boundary converts."""
 GROUP_ATTR = "ziggurat.group"
 """On tensor-level ops: the fused group they came from (one group becomes one kernel)."""
 PRIVATE_ARGS_ATTR = "ziggurat.private_args"

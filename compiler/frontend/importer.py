@@ -37,6 +37,7 @@ from xdsl.utils.exceptions import VerifyException
 from compiler.frontend.errors import FrontendError
 from dialects import graph as g
 from dialects import graph_shapes as S
+from dialects.attributes import DTYPE_ATTR, NAME_ATTR
 from dialects.dense import numpy_dtype
 
 MIN_OPSET = 11
@@ -112,7 +113,28 @@ CAST_TARGETS: dict[int, str] = {k: str(v) for k, v in GRAPH_ELEMENTS.items()}
 """ONNX element type -> the name graph.cast takes (`f32`, `i64`, ...)."""
 
 
-SUPPORTED_ELEMENTS = "FLOAT, INT64, INT32 and BOOL"
+WIDENED_ELEMENTS: dict[int, Attribute] = {
+    onnx.TensorProto.FLOAT16: f32,
+    onnx.TensorProto.INT8: i32,
+    onnx.TensorProto.UINT8: i32,
+    onnx.TensorProto.INT16: i32,
+    onnx.TensorProto.UINT16: i32,
+    onnx.TensorProto.UINT32: i64,
+}
+"""Model input and output element types computed in a wider graph type: the integers exactly
+(every value fits), float16 in float32 (so results are rounded once, at the output, instead of
+after every operation). The compiled model takes and returns the declared type
+(dialects/attributes.py's DTYPE_ATTR records it)."""
+
+
+BOUNDARY_ELEMENTS: dict[int, Attribute] = {**GRAPH_ELEMENTS, **WIDENED_ELEMENTS}
+"""Every element type a model input or output may have -> the graph type computing it."""
+
+
+SUPPORTED_ELEMENTS = (
+    "FLOAT, INT64, INT32 and BOOL, and FLOAT16, INT8, UINT8, INT16, UINT16 and UINT32 "
+    "(computed in float32, int32 or int64)"
+)
 
 
 # where a tensor without raw_data keeps its values (one per element for these types)
@@ -303,7 +325,7 @@ class Importer:
             self.values[init.name] = tensor_array(init, f"initializer '{init.name}'")
         for sinit in self.graph.sparse_initializer:
             raise FrontendError(f"sparse initializer '{sinit.values.name}' is not supported")
-        arg_types, arg_names = self._inputs()
+        arg_types, arg_names, arg_elems = self._inputs()
         self.block = Block(arg_types=arg_types)
         for arg, name in zip(self.block.args, arg_names, strict=True):
             self.values[name] = arg
@@ -346,28 +368,36 @@ class Importer:
                     "initializer or graph input"
                 )
         results = [self.value(o.name) for o in self.graph.output]
+        out_types: list[int] = []
         for k, (o, r) in enumerate(zip(self.graph.output, results, strict=True)):
             # the compiled signature is the declared one: a value computed in another element
             # type (a constant kept as int64, say) is converted to it
             declared = o.type.tensor_type.elem_type if o.type.HasField("tensor_type") else 0
-            if declared and declared not in GRAPH_ELEMENTS:
+            if declared and declared not in BOUNDARY_ELEMENTS:
                 raise FrontendError(
                     f"model output '{o.name}' has element type {type_name(declared)}; "
                     f"supported: {SUPPORTED_ELEMENTS}"
                 )
-            if declared and element_type_of(r) != GRAPH_ELEMENTS[declared]:
-                results[k] = self.op(g.CastOp(r, to=CAST_TARGETS[declared]))
+            if declared and element_type_of(r) != BOUNDARY_ELEMENTS[declared]:
+                results[k] = self.op(g.CastOp(r, to=str(BOUNDARY_ELEMENTS[declared])))
+            out_types.append(declared)
         self.block.add_op(func.ReturnOp(*results))  # verified with its function
 
-        def names(ns: Sequence[str]) -> ArrayAttr[DictionaryAttr]:
-            return ArrayAttr([DictionaryAttr({"ziggurat.name": StringAttr(n)}) for n in ns])
+        def names(ns: Sequence[str], elems: Sequence[int]) -> ArrayAttr[DictionaryAttr]:
+            dicts = []
+            for n, e in zip(ns, elems, strict=True):
+                entries: dict[str, Attribute] = {NAME_ATTR: StringAttr(n)}
+                if e in WIDENED_ELEMENTS:
+                    entries[DTYPE_ATTR] = StringAttr(np.dtype(TENSOR_TYPES[e]).name)
+                dicts.append(DictionaryAttr(entries))
+            return ArrayAttr(dicts)
 
         fn = func.FuncOp(
             "main",
             (arg_types, [r.type for r in results]),
             Region(self.block),
-            arg_attrs=names(arg_names),
-            res_attrs=names([o.name for o in self.graph.output]),
+            arg_attrs=names(arg_names, arg_elems),
+            res_attrs=names([o.name for o in self.graph.output], out_types),
         )
         module = ModuleOp([fn])
         module.verify()
@@ -387,7 +417,9 @@ class Importer:
             and all(isinstance(self.values.get(n), np.ndarray) for n in ins)
         )
 
-    def _inputs(self) -> tuple[list[TensorType], list[str]]:
+    def _inputs(self) -> tuple[list[TensorType], list[str], list[int]]:
+        """The graph inputs' types (widened where BOUNDARY_ELEMENTS says), names and declared
+        ONNX element types."""
         inits = {i.name for i in self.graph.initializer}
         inputs = [i for i in self.graph.input if i.name not in inits]
         known = {i.name for i in inputs}
@@ -401,7 +433,7 @@ class Importer:
         names: list[str] = []
         for inp in inputs:
             tt = inp.type.tensor_type
-            if not inp.type.HasField("tensor_type") or tt.elem_type not in GRAPH_ELEMENTS:
+            if not inp.type.HasField("tensor_type") or tt.elem_type not in BOUNDARY_ELEMENTS:
                 et = type_name(tt.elem_type) if inp.type.HasField("tensor_type") else "non-tensor"
                 raise FrontendError(
                     f"model input '{inp.name}' has element type {et}; supported: "
@@ -442,9 +474,9 @@ class Importer:
                             f"--input-shape {inp.name}=<{len(dims)} sizes, comma-separated>)"
                         )
             check_elements(shape, f"input '{inp.name}'")
-            types.append(TensorType(GRAPH_ELEMENTS[tt.elem_type], shape))
+            types.append(TensorType(BOUNDARY_ELEMENTS[tt.elem_type], shape))
             names.append(inp.name)
-        return types, names
+        return types, names, [i.type.tensor_type.elem_type for i in inputs]
 
     def _convert(self, node: onnx.NodeProto) -> None:
         ins = [n for n in node.input if n]

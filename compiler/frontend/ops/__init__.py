@@ -8,6 +8,7 @@ from compiler.frontend.ops import (
     elementwise,
     matmul,
     normalization,
+    quantization,
     reductions,
 )
 
@@ -18,5 +19,6 @@ __all__ = [
     "elementwise",
     "matmul",
     "normalization",
+    "quantization",
     "reductions",
 ]

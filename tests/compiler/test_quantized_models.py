@@ -1,0 +1,163 @@
+"""Models with float16, int8, uint8, int16 and uint16 inputs and outputs (computed in float32 or
+int32, converted at the boundary) and the linear quantization operators: exact against
+onnxruntime (integers), and float16 within float16's rounding."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper
+
+from compiler.errors import InputError
+from compiler.frontend.errors import FrontendError
+from compiler.model import compile_model
+from tests.compiler.test_element_types import make, reference
+
+F, F16, U8, I8 = TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.UINT8, TensorProto.INT8
+I16, U16, I32 = TensorProto.INT16, TensorProto.UINT16, TensorProto.INT32
+
+rng = np.random.default_rng(0)
+
+
+def exact(model: onnx.ModelProto, feeds: dict[str, np.ndarray], atol: float = 0.0) -> None:
+    ours = compile_model(model).run(feeds)
+    for (name, o), r in zip(ours.items(), reference(model, feeds), strict=True):
+        assert o.dtype == r.dtype, name
+        assert o.shape == r.shape, name
+        np.testing.assert_allclose(o.astype(np.float64), r.astype(np.float64), rtol=0, atol=atol)
+
+
+def test_float16_inputs_and_outputs_are_computed_in_float32():
+    x = rng.standard_normal((3, 8)).astype(np.float16)
+    w = rng.standard_normal((8, 4)).astype(np.float16)
+    m = make(
+        [helper.make_node("MatMul", ["x", "w"], ["t"]), helper.make_node("Relu", ["t"], ["y"])],
+        [("x", F16, [3, 8])],
+        [("y", F16, [3, 4])],
+        [("w", w)],
+    )
+    compiled = compile_model(m)
+    assert compiled.inputs[0].dtype == np.float16 and compiled.outputs[0].dtype == np.float16
+    assert compiled.inputs[0].compute_dtype == np.float32
+    (ours,) = compiled.run({"x": x}).values()
+    exact_f32 = np.maximum(x.astype(np.float32) @ w.astype(np.float32), 0)
+    assert ours.dtype == np.float16
+    # one rounding to float16, at the output
+    np.testing.assert_array_equal(ours, exact_f32.astype(np.float16))
+    (ort_out,) = reference(m, {"x": x})
+    np.testing.assert_allclose(ours.astype(np.float32), ort_out.astype(np.float32), atol=1e-2)
+
+
+@pytest.mark.parametrize(
+    "dtype,onnx_type", [(np.uint8, U8), (np.int8, I8), (np.int16, I16), (np.uint16, U16)]
+)
+def test_narrow_integer_inputs_and_outputs(dtype, onnx_type):
+    info = np.iinfo(dtype)
+    x = rng.integers(info.min, info.max, (4, 6), endpoint=True).astype(dtype)
+    m = make(
+        [
+            helper.make_node("Cast", ["x"], ["xf"], to=F),
+            helper.make_node("Identity", ["x"], ["same"]),
+        ],
+        [("x", onnx_type, [4, 6])],
+        [("xf", F, [4, 6]), ("same", onnx_type, [4, 6])],
+    )
+    exact(m, {"x": x})
+
+
+def test_a_narrow_input_of_the_wrong_dtype_is_refused():
+    m = make([helper.make_node("Identity", ["x"], ["y"])], [("x", U8, [2])], [("y", U8, [2])])
+    with pytest.raises(InputError, match="has dtype int8; the model expects uint8"):
+        compile_model(m).run({"x": np.zeros(2, np.int8)})
+
+
+@pytest.mark.parametrize("zp_type", [np.uint8, np.int8, np.int16, np.uint16])
+def test_quantize_dequantize_per_tensor(zp_type):
+    x = (rng.standard_normal((2, 3, 5)) * 40).astype(np.float32)
+    x[0, 0, :4] = [0.5, 1.5, 2.5, -0.5]  # halves round to even
+    zp = np.asarray(np.iinfo(zp_type).min // 2 + 7, dtype=zp_type)
+    m = make(
+        [
+            helper.make_node("QuantizeLinear", ["x", "s", "zp"], ["q"]),
+            helper.make_node("DequantizeLinear", ["q", "s", "zp"], ["y"]),
+        ],
+        [("x", F, [2, 3, 5])],
+        [("q", helper.np_dtype_to_tensor_dtype(np.dtype(zp_type)), [2, 3, 5]), ("y", F, [2, 3, 5])],
+        [("s", np.float32(0.5)), ("zp", zp)],
+        opset=21,
+    )
+    exact(m, {"x": x})
+
+
+def test_quantize_per_axis_and_blocked():
+    x = (rng.standard_normal((2, 4, 6)) * 10).astype(np.float32)
+    scale = np.asarray([0.1, 0.2, 0.3, 0.4], np.float32)
+    zp = np.asarray([0, 10, -10, 3], np.int8)
+    blocked_scale = rng.uniform(0.05, 0.2, (2, 4, 2)).astype(np.float32)
+    m = make(
+        [
+            helper.make_node("QuantizeLinear", ["x", "s", "zp"], ["q"], axis=1),
+            helper.make_node("DequantizeLinear", ["q", "s", "zp"], ["y"], axis=1),
+            helper.make_node("QuantizeLinear", ["x", "bs"], ["qb"], axis=2, block_size=3),
+        ],
+        [("x", F, [2, 4, 6])],
+        [("q", I8, [2, 4, 6]), ("y", F, [2, 4, 6]), ("qb", U8, [2, 4, 6])],
+        [("s", scale), ("zp", zp), ("bs", blocked_scale)],
+        opset=21,
+    )
+    exact(m, {"x": x})
+
+
+def test_dynamic_quantize_linear():
+    x = rng.standard_normal((3, 7)).astype(np.float32)
+    m = make(
+        [helper.make_node("DynamicQuantizeLinear", ["x"], ["y", "s", "zp"])],
+        [("x", F, [3, 7])],
+        [("y", U8, [3, 7]), ("s", F, []), ("zp", U8, [])],
+    )
+    exact(m, {"x": x}, atol=1e-7)
+
+
+def test_dequantize_of_an_int8_input_feeding_float_math():
+    q = rng.integers(-128, 127, (4, 4), endpoint=True).astype(np.int8)
+    m = make(
+        [
+            helper.make_node("DequantizeLinear", ["q", "s", "zp"], ["d"]),
+            helper.make_node("Sigmoid", ["d"], ["y"]),
+        ],
+        [("q", I8, [4, 4])],
+        [("y", F, [4, 4])],
+        [("s", np.float32(0.05)), ("zp", np.int8(-3))],
+    )
+    exact(m, {"q": q}, atol=1e-6)
+
+
+def test_unsupported_quantized_types_are_named():
+    m = make(
+        [
+            helper.make_node(
+                "QuantizeLinear", ["x", "s"], ["q"], output_dtype=TensorProto.FLOAT8E4M3FN
+            )
+        ],
+        [("x", F, [4])],
+        [("q", TensorProto.FLOAT8E4M3FN, [4])],
+        [("s", np.float32(0.5))],
+        opset=21,
+    )
+    with pytest.raises(FrontendError, match="QuantizeLinear node .*output_dtype FLOAT8E4M3FN"):
+        compile_model(m)
+
+
+def test_a_double_input_is_refused_with_the_supported_types():
+    graph = helper.make_graph(
+        [helper.make_node("Identity", ["x"], ["y"])],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.DOUBLE, [2])],
+        [helper.make_tensor_value_info("y", TensorProto.DOUBLE, [2])],
+    )
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    with pytest.raises(
+        FrontendError, match="input 'x' has element type DOUBLE; supported: .*FLOAT16"
+    ):
+        compile_model(m)
