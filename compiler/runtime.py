@@ -19,7 +19,8 @@ def aligned_empty(
     """An uninitialized C-contiguous array whose data pointer is a multiple of `align`."""
     shape_t = (shape,) if isinstance(shape, int) else tuple(shape)
     dt = np.dtype(dtype)
-    nbytes = max(int(np.prod(shape_t, dtype=np.int64)) * dt.itemsize, 1)
+    # at least one element: a zero-size buffer still gets a valid, aligned data pointer
+    nbytes = max(int(np.prod(shape_t, dtype=np.int64)), 1) * dt.itemsize
     raw = np.empty(nbytes + align, dtype=np.uint8)
     shift = (-raw.ctypes.data) % align
     return (

@@ -301,6 +301,12 @@ class Importer:
         assert isinstance(v.type, TensorType)
         return tuple(v.type.get_shape())
 
+    @classmethod
+    def empty(cls, v: SSAValue) -> np.ndarray:
+        """A zero-size tensor as the import-time constant it is (it has no values to compute):
+        whatever consumes it folds, so no kernel ever sees a zero-size buffer."""
+        return np.zeros(cls.shape_of(v), numpy_dtype(element_type_of(v)))
+
     def error(self, msg: str) -> FrontendError:
         node = self.node
         where = f"{node.op_type} node '{self.label}': " if node is not None else ""
@@ -328,7 +334,7 @@ class Importer:
         arg_types, arg_names, arg_elems = self._inputs()
         self.block = Block(arg_types=arg_types)
         for arg, name in zip(self.block.args, arg_names, strict=True):
-            self.values[name] = arg
+            self.values[name] = self.empty(arg) if 0 in self.shape_of(arg) else arg
             if (h := _hint(name)) is not None:
                 arg.name_hint = h
         unsupported: dict[str, list[str]] = {}
@@ -455,13 +461,8 @@ class Importer:
                     raise FrontendError(f"input '{inp.name}' has no shape; pass it in input_shapes")
                 shape = []
                 for k, d in enumerate(dims):
-                    if d.HasField("dim_value") and d.dim_value > 0:
+                    if d.HasField("dim_value") and d.dim_value >= 0:
                         shape.append(d.dim_value)
-                    elif d.HasField("dim_value") and d.dim_value == 0:
-                        raise FrontendError(
-                            f"input '{inp.name}' has a zero-size dimension {k}; zero-size "
-                            "tensors are not supported"
-                        )
                     else:
                         sym = f" ('{d.dim_param}')" if d.dim_param else ""
                         spelled = ",".join(
@@ -491,10 +492,7 @@ class Importer:
             if isinstance(v, SSAValue):
                 self.check_elements(self.shape_of(v), f"output '{name}'")
             if isinstance(v, SSAValue) and 0 in self.shape_of(v):
-                raise self.error(
-                    f"output '{name}' would have the zero-size shape "
-                    f"{list(self.shape_of(v))}; zero-size tensors are not supported"
-                )
+                v = self.empty(v)
             if name:
                 self.values[name] = v
                 if isinstance(v, SSAValue) and (h := _hint(name)) is not None:

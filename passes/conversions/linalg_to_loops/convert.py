@@ -72,6 +72,12 @@ def lower_kernel(op: linalg.GenericOp, fusion: Fusion | None = None) -> None:
         info = analyze_kernel(op)
     except KernelAnalysisError as e:
         raise DiagnosticException(f"convert-linalg-to-loops: {e}\n  in: {op}") from e
+    if 0 in info.extents:  # a zero-size kernel runs no iterations: nothing to emit
+        for fused in [op] + ([] if fusion is None else [fusion.prologue, *fusion.epilogues]):
+            if fused is not None:
+                fused.detach()
+                fused.erase()
+        return
     sched = _checked_schedule(op, info)
     if fusion is not None:
         # fused stages know the first and last reduction tile of one reduction loop only
