@@ -6,9 +6,15 @@ matches onnxruntime within 1e-4 of each output's scale (as tests/test_light_mode
 Models that ziggurat cannot compile yet are listed in EXPECTED_FAILURES with the gist of the
 error's first line; they are strict xfails, so a model that starts working fails the run until
 its entry is removed. A wrong result is never an expected failure.
+
+To keep CI within its time budget, the models in IMPORT_ONLY (the second exporter's twin of a
+model that runs, and the slowest to compile) are only imported by default;
+`ZIGGURAT_FULL_ZOO=1 pytest tests/test_model_zoo.py` compiles and runs every one.
 """
 
 from __future__ import annotations
+
+import os
 
 import numpy as np
 import onnx
@@ -37,7 +43,27 @@ EXPECTED_FAILURES: dict[str, str] = {
 }
 
 
+FULL_ZOO = os.environ.get("ZIGGURAT_FULL_ZOO") == "1"
+IMPORT_ONLY: dict[str, str] = {
+    "resnet18_ts13": "resnet18_dynamo18 runs",
+    "mobilenet_v2_ts17": "mobilenet_v2_dynamo18 runs",
+    "squeezenet1_1_ts13": "squeezenet1_1_dynamo20 runs",
+    "vit_small_ts17": "vit_small_dynamo18 runs",
+    "densenet121_ts13": "the slowest to compile; the light model DenseNet-121 runs",
+    "googlenet_ts13": "slow to compile; the light model Inception v1 runs",
+    "timm_mobilevit_xxs_dynamo18": "slow to compile; its convolutions and attention run in "
+    "mobilenet_v2 and vit_small",
+}
+"""Models that CI imports but does not compile (unless ZIGGURAT_FULL_ZOO=1), with why that is
+enough."""
+
+
 def _case(name: str):
+    if name in IMPORT_ONLY and not FULL_ZOO:
+        skip = pytest.mark.skip(
+            reason=f"import only in CI ({IMPORT_ONLY[name]}); set ZIGGURAT_FULL_ZOO=1"
+        )
+        return pytest.param(name, marks=skip)
     if name not in EXPECTED_FAILURES:
         return name
     mark = pytest.mark.xfail(
@@ -110,6 +136,21 @@ def test_zoo_model_matches_onnxruntime(name: str):
         assert o.shape == r.shape
         scale = float(np.max(np.abs(r)))
         assert float(np.max(np.abs(o - r))) <= 1e-4 * scale, (float(np.max(np.abs(o - r))), scale)
+
+
+@pytest.mark.parametrize("name", sorted(IMPORT_ONLY))
+def test_import_only_zoo_model_imports(name: str):
+    from compiler.frontend.onnx import import_onnx
+
+    model, _ = model_zoo.load(name)
+    module = import_onnx(model, model_zoo.input_shapes(name))
+    module.verify()
+    assert any(op.name.startswith("graph.") for op in module.walk())
+
+
+def test_import_only_models_are_zoo_models_that_work():
+    assert set(IMPORT_ONLY) <= set(NAMES)
+    assert not set(IMPORT_ONLY) & set(EXPECTED_FAILURES)
 
 
 def _first_error_line(name: str) -> str:
