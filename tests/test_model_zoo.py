@@ -31,11 +31,6 @@ NAMES = model_zoo.names()
 # model -> the first line of ziggurat's error, node lists left out (`python -m
 # tests.test_model_zoo` prints every model's current first line)
 EXPECTED_FAILURES: dict[str, str] = {
-    "bert_dynamo18": "unsupported ONNX operators (opset 18): GatherND",
-    "gpt2_dynamo18": "unsupported ONNX operators (opset 18): GatherND",
-    "lraspp_mobilenet_v3_large_ts17": "unsupported ONNX operators (opset 17): Resize",
-    "t5_encoder_dynamo18": "unsupported ONNX operators (opset 18): GatherND",
-    "timm_efficientformerv2_s0_dynamo18": "unsupported ONNX operators (opset 18): Resize",
     "whisper_encoder_dynamo18": "Conv node 'node_conv1d': weight must be 4-D (M, C/group, kH, "
     "kW), got shape [64, 80, 3]",
     "whisper_encoder_ts17": "Conv node '/inner/conv1/Conv': weight must be 4-D (M, C/group, kH, "

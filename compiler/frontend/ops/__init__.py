@@ -10,6 +10,8 @@ from compiler.frontend.ops import (
     normalization,
     quantization,
     reductions,
+    resize,
+    scatter_gather,
 )
 
 __all__ = [
@@ -21,4 +23,6 @@ __all__ = [
     "normalization",
     "quantization",
     "reductions",
+    "resize",
+    "scatter_gather",
 ]

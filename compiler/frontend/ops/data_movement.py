@@ -11,16 +11,22 @@ import onnx
 from xdsl.ir import SSAValue
 
 from compiler.frontend.importer import (
+    GRAPH_ELEMENTS,
+    SUPPORTED_ELEMENTS,
+    TENSOR_TYPES,
     Importer,
     Value,
     attrs,
     converter,
     counted,
+    element_type_of,
     results,
     text,
+    type_name,
 )
 from dialects import graph as g
 from dialects import graph_shapes as S
+from dialects.dense import numpy_dtype
 
 
 def _reshape(imp: Importer, x: SSAValue, shape: Sequence[int]) -> list[Value]:
@@ -150,26 +156,71 @@ def convert_gather(imp: Importer, node: onnx.NodeProto) -> list[Value]:
     return results(imp.emit(g.GatherOp(imp.value(node.input[0]), indices, axis=axis)))
 
 
+PAD_MODES = ("constant", "reflect", "edge", "wrap")
+
+
+def pad_indices(n: int, lo: int, hi: int, mode: str) -> np.ndarray:
+    """The input index each output position along one axis reads in reflect, edge or wrap
+    padding: negative pads crop first, then the kept range is padded (as onnxruntime does)."""
+    kept = np.arange(max(0, -lo), n - max(0, -hi), dtype=np.int64)
+    return np.pad(kept, (max(0, lo), max(0, hi)), mode=mode)  # type: ignore[call-overload]
+
+
 @converter("Pad")
 def convert_pad(imp: Importer, node: onnx.NodeProto) -> list[Value]:
+    """constant: graph.pad (a run-time constant_value fills the border through a static mask);
+    reflect, edge, wrap: one gather per padded axis with static indices."""
     a = attrs(node)
     mode = text(a.get("mode", "constant"))
-    if mode != "constant":
-        raise imp.error(f"mode {mode!r} is not supported (only 'constant')")
-    rank = len(imp.shape(node.input[0]))
-    pads = imp.int_input(node, 1, "pads")
-    value = imp.scalar_input(node, 2, "constant_value") if imp.has(node, 2) else 0.0
+    if mode not in PAD_MODES:
+        raise imp.error(f"mode {mode!r} is not supported (one of {', '.join(PAD_MODES)})")
+    x = imp.value(node.input[0])
+    shape = imp.shape_of(x)
+    rank = len(shape)
+    if imp.opset < 11:  # pragma: no cover - below MIN_OPSET, kept for completeness
+        pads, axes = list(a["pads"]), list(range(rank))
+    else:
+        pads = imp.int_input(node, 1, "pads")
+        axes = list(range(rank))
     if imp.has(node, 3):  # opset 18: pads only for the given axes
         axes = [S.normalize_axis(v, rank) for v in imp.int_input(node, 3, "axes")]
-        if len(pads) != 2 * len(axes):
-            raise imp.error(
-                f"pads must have {2 * len(axes)} values (two per axis in {axes}), got {len(pads)}"
-            )
-        full = [0] * (2 * rank)
-        for i, d in enumerate(axes):
-            full[d], full[d + rank] = pads[i], pads[i + len(axes)]
-        pads = full
-    return results(imp.emit(g.PadOp(imp.value(node.input[0]), pads=pads, value=value)))
+        if len(set(axes)) != len(axes):
+            raise imp.error(f"axes {axes} repeat an axis")
+    if len(pads) != 2 * len(axes):
+        raise imp.error(
+            f"pads must have {2 * len(axes)} values (two per axis in {axes}), got {len(pads)}"
+        )
+    full = [0] * (2 * rank)
+    for i, d in enumerate(axes):
+        full[d], full[d + rank] = pads[i], pads[i + len(axes)]
+    for d in range(rank):
+        if shape[d] + full[d] + full[d + rank] < 1:
+            raise imp.error(f"pads {pads} leave nothing of axis {d} (extent {shape[d]})")
+    if mode != "constant":
+        for d in range(rank):
+            lo, hi = full[d], full[d + rank]
+            if lo == 0 and hi == 0:
+                continue
+            if shape[d] - max(0, -lo) - max(0, -hi) < 1:
+                raise imp.error(f"{mode} padding of axis {d} needs a non-empty (cropped) input")
+            idx = pad_indices(shape[d], lo, hi, mode)
+            x = imp.op(g.GatherOp(x, imp.op(g.ConstantOp(idx)), axis=d))
+        return [x if any(full) else imp.op(g.IdentityOp(x))]
+    cv = imp.const(node.input[2]) if imp.has(node, 2) else np.zeros(1)
+    if cv is not None:
+        value = imp.scalar_input(node, 2, "constant_value") if imp.has(node, 2) else 0.0
+        return results(imp.emit(g.PadOp(x, pads=full, value=value)))
+    # a value computed at run time: pad with zeros, then choose the value on the border
+    v = imp.value(node.input[2])
+    if math.prod(imp.shape_of(v)) != 1:
+        raise imp.error(f"constant_value must hold one value, got shape {list(imp.shape_of(v))}")
+    v = imp.op(g.ReshapeOp(v, []))
+    padded = imp.op(g.PadOp(x, pads=full, value=0.0))
+    border = np.ones(imp.shape_of(padded), dtype=bool)
+    border[
+        tuple(slice(max(0, full[d]), border.shape[d] - max(0, full[d + rank])) for d in range(rank))
+    ] = False
+    return results(imp.emit(g.WhereOp(imp.op(g.ConstantOp(border)), v, padded)))
 
 
 @converter("DepthToSpace", "SpaceToDepth")
@@ -223,3 +274,67 @@ def convert_trilu(imp: Importer, node: onnx.NodeProto) -> list[Value]:
 @converter("Size")
 def convert_size(imp: Importer, node: onnx.NodeProto) -> list[Value]:
     return [np.asarray(math.prod(imp.shape(node.input[0])), dtype=np.int64)]  # static
+
+
+@converter("CenterCropPad")
+def convert_center_crop_pad(imp: Importer, node: onnx.NodeProto) -> list[Value]:
+    """Each listed axis cropped or zero-padded to its target around the centre: one graph.pad
+    whose negative pads crop (the odd element goes to the end, as the reference does)."""
+    shape = imp.shape(node.input[0])
+    rank = len(shape)
+    target = imp.int_input(node, 1, "shape")
+    axes = [S.normalize_axis(int(d), rank) for d in attrs(node).get("axes", range(rank))]
+    if len(set(axes)) != len(axes):
+        raise imp.error(f"axes {axes} repeat an axis")
+    if len(target) != len(axes):
+        raise imp.error(f"shape has {len(target)} values for {len(axes)} axes")
+    if min(target, default=1) < 1:
+        raise imp.error(f"shape must be positive, got {target}")
+    pads = [0] * (2 * rank)
+    for d, want in zip(axes, target, strict=True):
+        grow = want - shape[d]
+        half = abs(grow) // 2
+        lo, hi = (half, grow - half) if grow >= 0 else (-half, grow + half)
+        pads[d], pads[d + rank] = lo, hi
+    return results(imp.emit(g.PadOp(imp.value(node.input[0]), pads=pads, value=0.0)))
+
+
+@converter("EyeLike")
+def convert_eye_like(imp: Importer, node: onnx.NodeProto) -> list[Value]:
+    """Static: a constant of the input's shape (only its shape is read)."""
+    shape = imp.shape(node.input[0])
+    if len(shape) != 2:
+        raise imp.error(f"input must be 2-D, got shape {list(shape)}")
+    a = attrs(node)
+    if "dtype" in a:
+        elem = int(a["dtype"])
+        if elem not in GRAPH_ELEMENTS:
+            raise imp.error(f"dtype {type_name(elem)} is not supported ({SUPPORTED_ELEMENTS})")
+        dtype = np.dtype(TENSOR_TYPES[elem])
+    else:
+        dtype = numpy_dtype(element_type_of(imp.value(node.input[0])))
+    return [np.eye(shape[0], shape[1], k=int(a.get("k", 0)), dtype=dtype)]
+
+
+@converter("Compress")
+def convert_compress(imp: Importer, node: onnx.NodeProto) -> list[Value]:
+    """The slices (or, without an axis, the flattened elements) where the import-time condition
+    holds: one gather with static indices."""
+    cond = imp.const_input(node, 1, "condition")
+    if cond.ndim != 1:
+        raise imp.error(f"condition must be 1-D, got shape {list(cond.shape)}")
+    x = imp.value(node.input[0])
+    shape = imp.shape_of(x)
+    a = attrs(node)
+    if "axis" in a:
+        axis = S.normalize_axis(int(a["axis"]), len(shape))
+    else:
+        x = imp.op(g.ReshapeOp(x, [math.prod(shape)]))
+        axis = 0
+    extent = imp.shape_of(x)[axis]
+    if len(cond) > extent:
+        raise imp.error(f"condition has {len(cond)} values for an axis of extent {extent}")
+    keep = np.flatnonzero(cond.astype(bool)).astype(np.int64)
+    if keep.size == 0:
+        raise imp.error("the condition selects nothing (zero-size tensors are not supported)")
+    return results(imp.emit(g.GatherOp(x, imp.op(g.ConstantOp(keep)), axis=axis)))
