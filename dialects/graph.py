@@ -366,26 +366,50 @@ class SoftmaxBase(UnaryOp):
         return shapes[0]
 
 
-_ONES2 = ints_attr([1, 1])
-_ZEROS4 = ints_attr([0, 0, 0, 0])
+_EMPTY = ints_attr([])
 
 
-class PoolOp(GraphOp):
-    """2-D window pooling over NCHW."""
+def _window_defaults(x: object, props: dict[str, object]) -> dict[str, object]:
+    """Window properties a builder was not given, spelled out for x's spatial rank (an empty
+    array, what a parsed op without them holds, means the same: ones, zeros, ones)."""
+    if not isinstance(x, SSAValue | Operation):
+        return props
+    x = _value(x)
+    if not isinstance(x.type, TensorType) or len(_shape(x)) < 3:
+        return props  # the shape check reports it
+    r = len(_shape(x)) - 2
+    defaults = {"strides": [1] * r, "pads": [0] * (2 * r), "dilations": [1] * r}
+    return props | {k: v for k, v in defaults.items() if props.get(k) is None}
+
+
+class WindowOp(GraphOp):
+    """An op sliding a window over the spatial dims of an (N, C, D1..Dr) tensor, for any r >= 1;
+    pads are (begins..., ends...), and an empty strides/pads/dilations means the default."""
+
+    strides = prop_def(I64Array, default_value=_EMPTY)
+    pads = prop_def(I64Array, default_value=_EMPTY)
+    dilations = prop_def(I64Array, default_value=_EMPTY)
+
+    def __init__(self, *operands: ValueLike | Sequence[ValueLike] | None, **props: object):
+        first = operands[0] if operands else None
+        super().__init__(*operands, **_window_defaults(first, props))
+
+
+class PoolOp(WindowOp):
+    """Window pooling over the spatial dims."""
 
     x = operand_def(AnyTensor)
     result = result_def(AnyTensor)
     kernel = prop_def(I64Array)
-    strides = prop_def(I64Array, default_value=_ONES2)
-    pads = prop_def(I64Array, default_value=_ZEROS4)
     ceil_mode = prop_def(I64Attr, default_value=i64_attr(0))
 
     assembly_format = "$x attr-dict `:` functional-type(operands, results)"
 
     @classmethod
     def infer_shape(cls, shapes: list[Any], p: dict[str, Any]) -> Shape:
-        dilations = p.get("dilations", (1, 1))  # only max_pool declares dilations
-        return S.pool2d(shapes[0], p["kernel"], p["strides"], p["pads"], dilations, p["ceil_mode"])
+        return S.pool(
+            shapes[0], p["kernel"], p["strides"], p["pads"], p["dilations"], p["ceil_mode"]
+        )
 
 
 # ----------------------------------------------------------------------------- constant
@@ -844,17 +868,15 @@ class ExpandOp(UnaryOp):
 
 
 @irdl_op_definition
-class ConvOp(GraphOp):
-    """2-D convolution (NCHW); pads are explicit (top, left, bottom, right)."""
+class ConvOp(WindowOp):
+    """N-D convolution: (N, C, D1..Dr) input, (M, C/group, k1..kr) weights, pads (begins...,
+    ends...)."""
 
     name = "graph.conv"
     x = operand_def(AnyTensor)
     w = operand_def(AnyTensor)
     bias = opt_operand_def(AnyTensor)
     result = result_def(AnyTensor)
-    strides = prop_def(I64Array, default_value=_ONES2)
-    pads = prop_def(I64Array, default_value=_ZEROS4)
-    dilations = prop_def(I64Array, default_value=_ONES2)
     group = prop_def(I64Attr, default_value=i64_attr(1))
     traits = traits_def(Pure(), FusionPattern(PatternKind.OUT_FUSABLE))
 
@@ -863,7 +885,7 @@ class ConvOp(GraphOp):
     @classmethod
     def infer_shape(cls, shapes: list[Any], p: dict[str, Any]) -> Shape:
         x, w, bias = shapes
-        return S.conv2d(x, w, bias, p["strides"], p["pads"], p["dilations"], p["group"])
+        return S.conv(x, w, bias, p["strides"], p["pads"], p["dilations"], p["group"])
 
 
 @irdl_op_definition
@@ -978,7 +1000,6 @@ class MaxPoolOp(PoolOp):
     """Max over a window; padding never wins."""
 
     name = "graph.max_pool"
-    dilations = prop_def(I64Array, default_value=_ONES2)
     traits = traits_def(Pure(), FusionPattern(PatternKind.OUT_FUSABLE))
 
 
@@ -1029,6 +1050,15 @@ class ReduceSumOp(ReduceOp):
     """Sum over `axes`."""
 
     name = "graph.reduce_sum"
+    ELEMENTS: ClassVar[tuple[Attribute, ...]] = NUMERIC
+    traits = traits_def(Pure(), FusionPattern(PatternKind.REDUCTION))
+
+
+@irdl_op_definition
+class ReduceProdOp(ReduceOp):
+    """Product over `axes`."""
+
+    name = "graph.reduce_prod"
     ELEMENTS: ClassVar[tuple[Attribute, ...]] = NUMERIC
     traits = traits_def(Pure(), FusionPattern(PatternKind.REDUCTION))
 
@@ -1390,7 +1420,7 @@ GRAPH_OPS: list[type[Operation]] = [
     ConvOp, MatmulOp, GemmOp, SoftmaxOp, LogSoftmaxOp, LayerNormOp, BatchNormOp,
     MaxPoolOp, AvgPoolOp, GlobalAvgPoolOp, GlobalMaxPoolOp,
     ReshapeOp, FlattenOp, SqueezeOp, UnsqueezeOp, TransposeOp, ConcatOp, SplitOp, SliceOp,
-    GatherOp, PadOp, ReduceMeanOp, ReduceSumOp, ReduceMaxOp, ShapeOp,
+    GatherOp, PadOp, ReduceMeanOp, ReduceSumOp, ReduceProdOp, ReduceMaxOp, ShapeOp,
     IdentityOp, DropoutOp, CastOp, FusedOp, YieldOp,
 ]  # fmt: skip
 

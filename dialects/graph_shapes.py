@@ -96,20 +96,39 @@ def _window_out(size: int, k: int, stride: int, pad: int, dil: int) -> int:
     return (size + pad - eff) // stride + 1
 
 
+def window(
+    rank: int, strides: Sequence[int], pads: Sequence[int], dilations: Sequence[int]
+) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+    """Strides, pads and dilations of a window op over `rank` spatial dims, an empty list standing
+    for the default (ones, zeros, ones): the op's properties do not know the rank."""
+    return (
+        tuple(strides) or (1,) * rank,
+        tuple(pads) or (0,) * (2 * rank),
+        tuple(dilations) or (1,) * rank,
+    )
+
+
 def _check_window(
     kernel: Sequence[int], strides: Sequence[int], pads: Sequence[int], dilations: Sequence[int]
 ) -> None:
-    _expect_len("kernel", kernel, 2)
-    _expect_len("strides", strides, 2)
-    _expect_len("pads", pads, 4)
-    _expect_len("dilations", dilations, 2)
+    """Window parameters (defaults already filled in by `window`) over len(kernel) dims."""
+    rank = len(kernel)
+    _expect_len("strides", strides, rank)
+    _expect_len("pads", pads, 2 * rank)
+    _expect_len("dilations", dilations, rank)
     if min(kernel) < 1 or min(strides) < 1 or min(dilations) < 1:
         raise ShapeError("kernel, strides and dilations must be positive")
     if min(pads) < 0:
         raise ShapeError("pads must be non-negative")
 
 
-def conv2d(
+def _spatial_rank(x: Shape, what: str) -> int:
+    if len(x) < 3:
+        raise ShapeError(f"{what} input must have rank >= 3 (N, C, spatial...), got {len(x)}")
+    return len(x) - 2
+
+
+def conv(
     x: Shape,
     w: Shape,
     bias: Shape | None,
@@ -118,9 +137,14 @@ def conv2d(
     dilations: Sequence[int],
     group: int,
 ) -> Shape:
-    """2-D convolution, NCHW input, (M, C/group, kH, kW) weights, pads (top, left, bottom, right)."""
-    if len(x) != 4 or len(w) != 4:
-        raise ShapeError("conv input and weight must be 4-D (NCHW, MCHW)")
+    """N-D convolution: (N, C, D1..Dr) input, (M, C/group, k1..kr) weights, pads (begins..., ends...),
+    an empty strides/pads/dilations meaning the default."""
+    r = _spatial_rank(x, "conv")
+    if len(w) != len(x):
+        raise ShapeError(
+            f"conv weight must have the input's rank {len(x)} (M, C/group, k1..k{r}), got {list(w)}"
+        )
+    strides, pads, dilations = window(r, strides, pads, dilations)
     _check_window(w[2:], strides, pads, dilations)
     if group < 1 or x[1] % group or w[0] % group:
         raise ShapeError(
@@ -130,9 +154,11 @@ def conv2d(
         raise ShapeError(f"weight has {w[1]} input channels per group, expected {x[1] // group}")
     if bias is not None and tuple(bias) != (w[0],):
         raise ShapeError(f"bias must have shape [{w[0]}], got {list(bias)}")
-    h = _window_out(x[2], w[2], strides[0], pads[0] + pads[2], dilations[0])
-    wd = _window_out(x[3], w[3], strides[1], pads[1] + pads[3], dilations[1])
-    return (x[0], w[0], h, wd)
+    out = [
+        _window_out(x[2 + i], w[2 + i], strides[i], pads[i] + pads[r + i], dilations[i])
+        for i in range(r)
+    ]
+    return (x[0], w[0], *out)
 
 
 def pool_out_dim(
@@ -151,7 +177,7 @@ def pool_out_dim(
     return out
 
 
-def pool2d(
+def pool(
     x: Shape,
     kernel: Sequence[int],
     strides: Sequence[int],
@@ -159,15 +185,18 @@ def pool2d(
     dilations: Sequence[int],
     ceil_mode: int,
 ) -> Shape:
-    """Max/average pooling over the last two dims of an NCHW tensor."""
-    if len(x) != 4:
-        raise ShapeError("pool input must be 4-D (NCHW)")
+    """Window pooling over the spatial dims of an (N, C, D1..Dr) tensor (empty = default)."""
+    r = _spatial_rank(x, "pool")
+    _expect_len("kernel", kernel, r)
+    strides, pads, dilations = window(r, strides, pads, dilations)
     _check_window(kernel, strides, pads, dilations)
     if ceil_mode not in (0, 1):
         raise ShapeError("ceil_mode must be 0 or 1")
-    h = pool_out_dim(x[2], kernel[0], strides[0], pads[0], pads[2], dilations[0], ceil_mode)
-    w = pool_out_dim(x[3], kernel[1], strides[1], pads[1], pads[3], dilations[1], ceil_mode)
-    return (x[0], x[1], h, w)
+    out = [
+        pool_out_dim(x[2 + i], kernel[i], strides[i], pads[i], pads[r + i], dilations[i], ceil_mode)
+        for i in range(r)
+    ]
+    return (x[0], x[1], *out)
 
 
 def global_pool(x: Shape) -> Shape:

@@ -30,12 +30,7 @@ NAMES = model_zoo.names()
 
 # model -> the first line of ziggurat's error, node lists left out (`python -m
 # tests.test_model_zoo` prints every model's current first line)
-EXPECTED_FAILURES: dict[str, str] = {
-    "whisper_encoder_dynamo18": "Conv node 'node_conv1d': weight must be 4-D (M, C/group, kH, "
-    "kW), got shape [64, 80, 3]",
-    "whisper_encoder_ts17": "Conv node '/inner/conv1/Conv': weight must be 4-D (M, C/group, kH, "
-    "kW), got shape [64, 80, 3]",
-}
+EXPECTED_FAILURES: dict[str, str] = {}
 
 
 FULL_ZOO = os.environ.get("ZIGGURAT_FULL_ZOO") == "1"

@@ -30,6 +30,7 @@ from xdsl.dialects.builtin import (
     StringAttr,
 )
 from xdsl.ir import Operation, SSAValue
+from xdsl.ir.affine import AffineExpr
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
     GreedyRewritePatternApplier,
@@ -303,10 +304,31 @@ def _mac(b: Body, a: list[SSAValue]) -> SSAValue:
     return b.add(a[2], b.mul(a[0], a[1]))
 
 
-class ConvLowering(_GraphLowering):
-    """graph.conv -> [pad] + bias-broadcast init + one MAC generic.
+def _window(op: Operation, rank: int) -> tuple[tuple[int, ...], ...]:
+    """strides, pads (begins..., ends...), dilations of a window op over `rank` spatial dims; an
+    absent or empty property is the default (ones, zeros, ones)."""
+    return (
+        _ints(op, "strides") or (1,) * rank,
+        _ints(op, "pads") or (0,) * (2 * rank),
+        _ints(op, "dilations") or (1,) * rank,
+    )
 
-    Weights are laid out (IC, kH, kW, OC) (per group: (G, ICg, kH, kW, OCg)) so the output-channel
+
+def _window_exprs(
+    first_out: int, first_win: int, strides: Sequence[int], dils: Sequence[int]
+) -> list[AffineExpr]:
+    """out_i * stride_i + k_i * dilation_i for each spatial dim, loops numbered from
+    first_out (the output positions) and first_win (the window offsets)."""
+    return [
+        dim(first_out + i) * s + dim(first_win + i) * d
+        for i, (s, d) in enumerate(zip(strides, dils, strict=True))
+    ]
+
+
+class ConvLowering(_GraphLowering):
+    """graph.conv over r spatial dims -> [pad] + bias-broadcast init + one MAC generic.
+
+    Weights are laid out (IC, k1..kr, OC) (per group: (G, ICg, k1..kr, OCg)) so the output-channel
     loop reads them with unit stride; constant weights are transposed at compile time.
     """
 
@@ -315,51 +337,55 @@ class ConvLowering(_GraphLowering):
     def lower(self, op: Operation, em: Emitter) -> Sequence[SSAValue]:
         x, w = op.operands[0], op.operands[1]
         bias = op.operands[2] if len(op.operands) > 2 else None
-        sh, sw = _ints(op, "strides", (1, 1))
-        t, l, bt, r = _ints(op, "pads", (0, 0, 0, 0))
-        dh, dw = _ints(op, "dilations", (1, 1))
+        xs = shape_of(x)
+        r = len(xs) - 2
+        strides, pads, dils = _window(op, r)
         g = _int(op, "group", 1)
-        n, c, _, _ = shape_of(x)
-        m, cg, kh, kw = shape_of(w)
-        _, _, oh, ow = _out_shape(op)
+        n = xs[0]
+        m, cg, *ks = shape_of(w)
+        out = _out_shape(op)
+        osp = out[2:]
         ocg = m // g
-        x = em.pad(x, [0, 0, t, l], [0, 0, bt, r], 0.0)
-        wconst = constant_value(w)
+        x = em.pad(x, [0, 0, *pads[:r]], [0, 0, *pads[r:]], 0.0)
+        xp = shape_of(x)[2:]
         if g == 1:
-            if wconst is not None:
-                wt = em.dense(np.ascontiguousarray(wconst.transpose(1, 2, 3, 0)))
-            else:  # (M, C, kH, kW) -> (C, kH, kW, M)
-                wt = em.map_elementwise(
-                    [w],
-                    (c, kh, kw, m),
-                    lambda b, a: a[0],
-                    [[dim(3), dim(0), dim(1), dim(2)]],
-                )
-            out_shape = (n, m, oh, ow)
-            init = self._init(em, bias, out_shape, [dim(1)])
-            # loops: n, oc, oh, ow, ic, kh, kw
-            xmap = [dim(0), dim(4), dim(2) * sh + dim(5) * dh, dim(3) * sw + dim(6) * dw]
-            wmap = [dim(4), dim(5), dim(6), dim(1)]
-            return [em.generic([x, wt], [xmap, wmap], init, identity(4), "pppprrr", _mac)]
-        hp, wp = shape_of(x)[2:]
-        x5 = em.reshape(x, (n, g, cg, hp, wp))
+            wt = self._weights(em, w, g, r)
+            init = self._init(em, bias, out, [dim(1)])
+            # loops: n, oc, o1..or, ic, k1..kr
+            ic, k0 = 2 + r, 3 + r
+            xmap = [dim(0), dim(ic), *_window_exprs(2, k0, strides, dils)]
+            wmap = [dim(ic), *identity(r, k0), dim(1)]
+            iters = "p" * (2 + r) + "r" * (1 + r)
+            return [em.generic([x, wt], [xmap, wmap], init, identity(2 + r), iters, _mac)]
+        xg = em.reshape(x, (n, g, cg, *xp))
+        wt = self._weights(em, w, g, r)
+        outg = (n, g, ocg, *osp)
+        bg = em.reshape(bias, (g, ocg)) if bias else None
+        init = self._init(em, bg, outg, [dim(1), dim(2)])
+        # loops: n, g, ocg, o1..or, icg, k1..kr
+        ic, k0 = 3 + r, 4 + r
+        xmap = [dim(0), dim(1), dim(ic), *_window_exprs(3, k0, strides, dils)]
+        wmap = [dim(1), dim(ic), *identity(r, k0), dim(2)]
+        iters = "p" * (3 + r) + "r" * (1 + r)
+        res = em.generic([xg, wt], [xmap, wmap], init, identity(3 + r), iters, _mac)
+        return [em.reshape(res, out)]
+
+    @staticmethod
+    def _weights(em: Emitter, w: SSAValue, g: int, r: int) -> SSAValue:
+        """(M, ICg, k1..kr) -> (IC, k1..kr, OC), per group (G, ICg, k1..kr, OCg)."""
+        m, cg, *ks = shape_of(w)
+        ocg = m // g
+        wconst = constant_value(w)
         if wconst is not None:
-            w5 = wconst.reshape(g, ocg, cg, kh, kw).transpose(0, 2, 3, 4, 1)
-            wt = em.dense(np.ascontiguousarray(w5))
-        else:  # (G, OCg, ICg, kH, kW) -> (G, ICg, kH, kW, OCg)
-            wt = em.map_elementwise(
-                [em.reshape(w, (g, ocg, cg, kh, kw))],
-                (g, cg, kh, kw, ocg),
-                lambda b, a: a[0],
-                [[dim(0), dim(4), dim(1), dim(2), dim(3)]],
-            )
-        out5 = (n, g, ocg, oh, ow)
-        init = self._init(em, em.reshape(bias, (g, ocg)) if bias else None, out5, [dim(1), dim(2)])
-        # loops: n, g, ocg, oh, ow, icg, kh, kw
-        xmap = [dim(0), dim(1), dim(5), dim(3) * sh + dim(6) * dh, dim(4) * sw + dim(7) * dw]
-        wmap = [dim(1), dim(5), dim(6), dim(7), dim(2)]
-        res = em.generic([x5, wt], [xmap, wmap], init, identity(5), "ppppprrr", _mac)
-        return [em.reshape(res, (n, m, oh, ow))]
+            wg = wconst.reshape(g, ocg, cg, *ks).transpose(0, *range(2, r + 3), 1)
+            return em.dense(np.ascontiguousarray(wg[0] if g == 1 else wg))
+        if g == 1:  # out (IC, k.., OC) reads w[OC, IC, k..]
+            wmap = [dim(r + 1), dim(0), *identity(r, 1)]
+            return em.map_elementwise([w], (cg, *ks, m), lambda b, a: a[0], [wmap])
+        wmap = [dim(0), dim(r + 2), dim(1), *identity(r, 2)]
+        return em.map_elementwise(
+            [em.reshape(w, (g, ocg, cg, *ks))], (g, cg, *ks, ocg), lambda b, a: a[0], [wmap]
+        )
 
     @staticmethod
     def _init(em: Emitter, bias: SSAValue | None, shape: tuple[int, ...], bmap: list) -> SSAValue:
@@ -490,11 +516,13 @@ class NormalizationLowering(_GraphLowering):
 
 
 class ReductionLowering(_GraphLowering):
-    """ReduceMean/Sum/Max and global pools: one reduction generic (+ scale) + keepdims reshape."""
+    """ReduceMean/Sum/Prod/Max and global pools: one reduction generic (+ scale) + keepdims
+    reshape."""
 
     ops = (
         "graph.reduce_mean",
         "graph.reduce_sum",
+        "graph.reduce_prod",
         "graph.reduce_max",
         "graph.global_avg_pool",
         "graph.global_max_pool",
@@ -507,7 +535,13 @@ class ReductionLowering(_GraphLowering):
             axes: list[int] = list(range(2, len(s)))
         else:
             axes = list(_ints(op, "axes", ())) or list(range(len(s)))
-        kind = "max" if op.name.endswith("max") or op.name.endswith("max_pool") else "sum"
+        kind = (
+            "max"
+            if op.name.endswith("max") or op.name.endswith("max_pool")
+            else "prod"
+            if op.name == "graph.reduce_prod"
+            else "sum"
+        )
         res = em.reduce(x, axes, kind)
         if op.name in ("graph.reduce_mean", "graph.global_avg_pool"):
             inv = 1.0 / prod(s[a] for a in axes)
@@ -516,54 +550,71 @@ class ReductionLowering(_GraphLowering):
 
 
 class PoolLowering(_GraphLowering):
-    """MaxPool/AvgPool: pad (incl. ceil-mode overhang) + a (n, c, oh, ow, kh, kw) generic.
+    """MaxPool/AvgPool over r spatial dims: pad (incl. ceil-mode overhang) + a
+    (n, c, o1..or, k1..kr) generic.
 
-    A tensor.empty of the window shape is a body-unused input that gives kh, kw their extents
-    (as MLIR's named pooling ops do). Average divisors are computed with numpy at compile time.
+    A tensor.empty of the window shape is a body-unused input that gives the window loops their
+    extents (as MLIR's named pooling ops do). Average divisors are computed with numpy at
+    compile time: the window positions that fall in the input (or in the explicit padding, with
+    count_include_pad), dilation included.
     """
 
     ops = ("graph.max_pool", "graph.avg_pool")
 
     def lower(self, op: Operation, em: Emitter) -> Sequence[SSAValue]:
         x = op.operands[0]
-        n, c, h, w = shape_of(x)
-        kh, kw = _ints(op, "kernel")
-        sh, sw = _ints(op, "strides", (1, 1))
-        t, l, bt, r = _ints(op, "pads", (0, 0, 0, 0))
-        dh, dw = _ints(op, "dilations", (1, 1))
+        xs = shape_of(x)
+        r = len(xs) - 2
+        kernel = _ints(op, "kernel")
+        strides, pads, dils = _window(op, r)
         out = _out_shape(op)
-        oh, ow = out[2], out[3]
+        osp = out[2:]
         is_max = op.name == "graph.max_pool"
-        extra_h = max(0, (oh - 1) * sh + dh * (kh - 1) + 1 - (h + t + bt))
-        extra_w = max(0, (ow - 1) * sw + dw * (kw - 1) + 1 - (w + l + r))
+        extra = [
+            max(0, (o - 1) * s + d * (k - 1) + 1 - (size + lo + hi))
+            for o, s, d, k, size, lo, hi in zip(
+                osp, strides, dils, kernel, xs[2:], pads[:r], pads[r:], strict=True
+            )
+        ]
+        elem = elem_of(x)
         fill_value = NEG_INF if is_max else 0.0
-        xp = em.pad(x, [0, 0, t, l], [0, 0, bt + extra_h, r + extra_w], fill_value)
-        window = em.empty((kh, kw))
-        xmap = [dim(0), dim(1), dim(2) * sh + dim(4) * dh, dim(3) * sw + dim(5) * dw]
-        init = em.fill(fill_value, out)
+        his = [hi + e for hi, e in zip(pads[r:], extra, strict=True)]
+        xp = em.pad(x, [0, 0, *pads[:r]], [0, 0, *his], fill_value)
+        window = em.empty(tuple(kernel))
+        xmap = [dim(0), dim(1), *_window_exprs(2, 2 + r, strides, dils)]
+        init = em.fill(fill_value, out, elem)
 
         def body(b: Body, a: list[SSAValue]) -> SSAValue:
             return b.max(a[2], a[0]) if is_max else b.add(a[2], a[0])
 
-        res = em.generic([xp, window], [xmap, [dim(4), dim(5)]], init, identity(4), "pppprr", body)
+        iters = "p" * (2 + r) + "r" * r
+        wmap = identity(r, 2 + r)
+        res = em.generic([xp, window], [xmap, wmap], init, identity(2 + r), iters, body)
         if is_max:
             return [res]
         include = _int(op, "count_include_pad", 0)
 
-        def counts(size: int, o: int, k: int, s: int, lo: int, hi: int) -> np.ndarray:
-            start = np.arange(o) * s - lo
-            end = start + k
+        def counts(i: int) -> np.ndarray:
+            """Per output position of spatial dim i, the window taps that are counted."""
+            lo, hi = pads[i], pads[r + i]
+            size = xs[2 + i]
             lo_lim, hi_lim = (-lo, size + hi) if include else (0, size)
-            return (np.minimum(end, hi_lim) - np.maximum(start, lo_lim)).astype(np.float32)
+            taps = np.arange(osp[i])[:, None] * strides[i] - lo + np.arange(kernel[i]) * dils[i]
+            return ((taps >= lo_lim) & (taps < hi_lim)).sum(axis=1).astype(np.float32)
 
-        div = np.outer(counts(h, oh, kh, sh, t, bt), counts(w, ow, kw, sw, l, r))
+        div = np.ones((), np.float32)
+        for i in range(r):
+            div = np.multiply.outer(div, counts(i))
         if np.all(div == div.flat[0]):
             inv = float(1.0 / div.flat[0])
             return [em.map_elementwise([res], out, lambda b, a: b.mul(a[0], b.f(inv)))]
         recip = em.dense((1.0 / div).astype(np.float32))
         return [
             em.map_elementwise(
-                [res, recip], out, lambda b, a: b.mul(a[0], a[1]), [identity(4), [dim(2), dim(3)]]
+                [res, recip],
+                out,
+                lambda b, a: b.mul(a[0], a[1]),
+                [identity(2 + r), identity(r, 2)],
             )
         ]
 

@@ -329,7 +329,8 @@ class Emitter:
         kind: str,
         pre: Callable[[Body, SSAValue], SSAValue] | None = None,
     ) -> SSAValue:
-        """Reduce `x` over `axes` ("sum" or "max"), dropping them; a total reduction gives (1,).
+        """Reduce `x` over `axes` ("sum", "prod" or "max"), dropping them; a total reduction
+        gives (1,).
 
         The (1,) case uses an extra unit loop so no output map needs a constant.
         """
@@ -345,11 +346,14 @@ class Emitter:
             out_shape = (1,)
             out_map = [dim(rank)]
             iters = "r" * rank + "p"
-        init = self.fill(0.0 if kind == "sum" else NEG_INF, out_shape, elem_of(x))
+        start = {"sum": 0.0, "prod": 1.0, "max": NEG_INF}[kind]
+        init = self.fill(start, out_shape, elem_of(x))
 
         def body(b: Body, a: list[SSAValue]) -> SSAValue:
             v = pre(b, a[0]) if pre is not None else a[0]
-            return b.add(a[1], v) if kind == "sum" else b.max(a[1], v)
+            if kind == "sum":
+                return b.add(a[1], v)
+            return b.mul(a[1], v) if kind == "prod" else b.max(a[1], v)
 
         return self.generic([x], [identity(rank)], init, out_map, iters, body)
 

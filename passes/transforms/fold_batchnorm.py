@@ -2,7 +2,7 @@
 
 With s = scale / sqrt(var + eps) and t = beta - mean * s (per channel, dim 1):
 - conv (constant weight, optional constant bias) whose only use is the batch_norm:
-  w' = w * s[:, None, None, None], b' = (b - mean) * s + beta = b * s + t;
+  w' = w * s[:, None, ...], b' = (b - mean) * s + beta = b * s + t;
 - gemm / matmul with a constant weight producing a 2-D (N, C) result whose only use is the
   batch_norm (channel = last dim of the product): the weight's output-channel axis is scaled
   (mind trans_b) and the shift becomes the gemm's c (scaled by 1/beta) or a graph.add;
@@ -91,7 +91,8 @@ class FoldIntoConv(RewritePattern):
             return
         s, t = st
         b64 = np.zeros_like(s) if b is None else b.astype(np.float64)
-        w2 = g.ConstantOp((w.astype(np.float64) * s[:, None, None, None]).astype(F32))
+        per_oc = s.reshape((-1,) + (1,) * (w.ndim - 1))  # any spatial rank
+        w2 = g.ConstantOp((w.astype(np.float64) * per_oc).astype(F32))
         b2 = g.ConstantOp((b64 * s + t).astype(F32))
         new = g.ConvOp(conv.x, w2, b2, **dict(conv.properties))
         _hint(w2, conv.w, "w")

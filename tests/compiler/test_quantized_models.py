@@ -161,3 +161,48 @@ def test_a_double_input_is_refused_with_the_supported_types():
         FrontendError, match="input 'x' has element type DOUBLE; supported: .*FLOAT16"
     ):
         compile_model(m)
+
+
+@pytest.mark.parametrize("to", [I8, U8, I16, U16, TensorProto.UINT32])
+def test_cast_of_computed_integers_wraps_into_the_narrow_type(to):
+    x = np.asarray([0, 1, -1, 127, 128, -129, 255, 256, 40000, -70000, 2**31 - 1], np.int64)
+    xf = np.asarray([0.7, -0.7, 300.9, -300.9, 1e5], np.float32)
+    m = make(
+        [
+            helper.make_node("Cast", ["x"], ["y"], to=to),
+            helper.make_node("Cast", ["y"], ["z"], to=TensorProto.INT64),
+            helper.make_node("Cast", ["xf"], ["yf"], to=to),
+            helper.make_node("Cast", ["yf"], ["zf"], to=TensorProto.INT64),
+        ],
+        [("x", TensorProto.INT64, [11]), ("xf", F, [5])],
+        [("z", TensorProto.INT64, [11]), ("zf", TensorProto.INT64, [5])],
+    )
+    out = compile_model(m).run({"x": x, "xf": xf})
+    dtype = helper.tensor_dtype_to_np_dtype(to)
+    np.testing.assert_array_equal(out["z"], x.astype(dtype).astype(np.int64))
+    np.testing.assert_array_equal(out["zf"], xf.astype(np.int64).astype(dtype).astype(np.int64))
+
+
+def test_cast_to_float16_rounds_like_float16():
+    """Normal values tie to even, subnormals keep 2**-24 steps, 65520 and beyond overflow."""
+    x = np.concatenate(
+        [
+            rng.standard_normal(200).astype(np.float32) * 1000,
+            np.asarray(
+                [1 + 2**-11, 1 + 3 * 2**-11, 3e-6, -5.96e-8, 2.9e-8, 65504, 65519.9, 65520, -1e6],
+                np.float32,
+            ),
+        ]
+    )
+    m = make(
+        [
+            helper.make_node("Cast", ["x"], ["h"], to=F16),
+            helper.make_node("Cast", ["h"], ["y"], to=F),
+        ],
+        [("x", F, [x.size])],
+        [("y", F, [x.size])],
+    )
+    (ours,) = compile_model(m).run({"x": x}).values()
+    with np.errstate(over="ignore"):  # numpy warns as it overflows to inf, as it should
+        expected = x.astype(np.float16).astype(np.float32)
+    np.testing.assert_array_equal(ours, expected)

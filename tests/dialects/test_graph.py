@@ -57,7 +57,7 @@ def shape_of(op) -> tuple[int, ...]:
 
 def test_every_op_has_pattern_kind_and_is_registered():
     names = {op.name for op in g.Graph.operations}
-    assert len(names) == len(g.GRAPH_OPS) == 69
+    assert len(names) == len(g.GRAPH_OPS) == 70
     for op in g.GRAPH_OPS:
         assert isinstance(g.pattern_kind(op), g.PatternKind), op.name
     assert g.pattern_kind(g.ConvOp) is g.PatternKind.OUT_FUSABLE
@@ -313,6 +313,7 @@ def _one_of_each() -> ModuleOp:
         g.ReduceMeanOp(x, axes=[1, 2], keepdims=0),
         g.ReduceSumOp(x, axes=[3]),
         g.ReduceMaxOp(x),
+        g.ReduceProdOp(x, axes=[1]),
         g.ReshapeOp(x, [2, 16]),
         g.FlattenOp(x, axis=2),
         g.SqueezeOp(x, axes=[0]),

@@ -53,6 +53,8 @@ CONST_SLOTS: dict[str, tuple[int, ...]] = {
     "OneHot": (1,),
     "CenterCropPad": (1,),
     "Compress": (1,),
+    "AffineGrid": (1,),
+    "Loop": (0, 1),
 }
 
 _RUNTIME_TYPES = (
@@ -260,13 +262,36 @@ FAMILIES: Sequence[str] = (
     r"test_scatternd",
     r"test_scatter_elements_",
     r"test_reversesequence_",
+    r"test_attention_",
+    r"test_rotary_embedding",
+    r"test_nllloss_",
+    r"test_sce_",
+    r"test_convtranspose",
+    r"test_lppool_",
+    r"test_reduce_prod_",
+    r"test_mod_",
+    r"test_argmax_",
+    r"test_argmin_",
+    r"test_hardmax_",
+    r"test_top_k",
+    r"test_cumsum_",
+    r"test_group_normalization_",
+    r"test_rms_normalization_",
+    r"test_lpnormalization_",
+    r"test_l1normalization_",
+    r"test_l2normalization_",
+    r"test_mvn",
+    r"test_swish",
+    r"test_isinf",
+    r"test_softsign",
+    r"test_shrink_",
+    r"test_tan_",
+    r"test_asinh?(_|$)",
+    r"test_acosh?(_|$)",
+    r"test_atanh?(_|$)",
 )
 
 _NOT_F32 = "non-float32 tensors: ziggurat compiles float32 models only (inputs and outputs)"
-
-
-def _expanded(ops: str) -> str:
-    return f"function-body expansion uses unsupported operators: {ops}"
 
 
 # Every node test of the families above that is not run: test-name regex -> reason.
@@ -279,21 +304,20 @@ EXCLUDED: dict[str, str] = {
     r"test_split_to_sequence_": "SplitToSequence (sequence outputs) is not supported",
     r"test_identity_sequence|test_identity_opt": "sequence/optional types are not supported",
     # -- unsupported attributes, outputs, ranks
-    r"test_(max|average)pool_1d_": "1-D pooling unsupported (2-D NCHW only)",
-    r"test_(max|average)pool_3d_": "3-D pooling unsupported (2-D NCHW only)",
-    r"test_maxpool_with_argmax_": "MaxPool Indices output not produced",
-    r"test_averagepool_2d_dilations": "dilated AveragePool unsupported",
     r"test_batchnorm_\w*training_mode": "BatchNormalization training_mode=1 unsupported "
     "(inference only)",
     r"test_training_dropout(?!_zero_ratio)": "Dropout training_mode=1 with a nonzero ratio "
     "(random mask) unsupported (inference only)",
     r"test_center_crop_pad_\w*_expanded": "the expanded body computes Pad's pads from the "
     "target shape at run time (Max, Sub): a data-dependent output shape",
-    # -- `_expanded` function bodies with unsupported operators
-    r"test_clip_(?!default_inbounds)\w*expanded": _expanded("Less, Where"),
-    r"test_gelu_\w*expanded": _expanded("CastLike, Sum"),
-    r"test_hardsigmoid_\w*expanded": _expanded("CastLike, Max, Min"),
-    r"test_leakyrelu_\w*expanded": _expanded("CastLike, Less, Where"),
-    r"test_relu_expanded": _expanded("CastLike, Max"),
-    r"test_layer_normalization_\w*expanded": _expanded("Size"),
 }
+
+
+CI_SKIPPED: dict[str, str] = {
+    r"test_attention_\w*_expanded": "the expanded Attention function bodies take about 1.5 s "
+    "each to compile and test nothing the operator form and the other families do not",
+    r"test_(nllloss|sce)_\w*_expanded": "the expanded loss function bodies repeat the operator "
+    "forms' cases through primitive operators that other families test",
+}
+"""Node tests that pass but are skipped by default to keep CI within its time budget (regex ->
+why that loses little); `ZIGGURAT_ALL_NODE_TESTS=1` runs them, and the census runs them always."""

@@ -2,12 +2,16 @@
 all in `compiler.frontend.importer.CONVERTERS`."""
 
 from compiler.frontend.ops import (
+    attention,
+    cast,
     constants,
     conv_pool,
     data_movement,
     elementwise,
+    losses,
     matmul,
     normalization,
+    ordering,
     quantization,
     reductions,
     resize,
@@ -15,12 +19,16 @@ from compiler.frontend.ops import (
 )
 
 __all__ = [
+    "attention",
+    "cast",
     "constants",
     "conv_pool",
     "data_movement",
     "elementwise",
+    "losses",
     "matmul",
     "normalization",
+    "ordering",
     "quantization",
     "reductions",
     "resize",

@@ -12,8 +12,6 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import SSAValue
 
 from compiler.frontend.importer import (
-    CAST_TARGETS,
-    SUPPORTED_ELEMENTS,
     Importer,
     Value,
     attrs,
@@ -21,7 +19,6 @@ from compiler.frontend.importer import (
     element_type_of,
     results,
     text,
-    type_name,
 )
 from dialects import graph as g
 
@@ -85,6 +82,92 @@ def convert_pow(imp: Importer, node: onnx.NodeProto) -> list[Value]:
     yf = y if element_type_of(y) == f32 else imp.op(g.CastOp(y, to="f32"))
     p = imp.op(g.PowOp(xf, yf))
     return [p if el == f32 else imp.op(g.CastOp(imp.op(g.RoundOp(p)), to=str(el)))]
+
+
+def _trunc(imp: Importer, x: SSAValue) -> SSAValue:
+    """Rounding toward zero (floats)."""
+    neg = imp.op(g.LessOp(x, imp.scalar(0.0)))
+    return imp.op(g.WhereOp(neg, imp.op(g.CeilOp(x)), imp.op(g.FloorOp(x))))
+
+
+def _signs_differ(imp: Importer, r: SSAValue, s: SSAValue) -> SSAValue:
+    """r != 0 and r, s on opposite sides of zero."""
+    zero = imp.scalar(0, like=r)
+    nonzero = imp.op(g.NotOp(imp.op(g.EqualOp(r, zero))))
+    opposite = imp.op(g.XorOp(imp.op(g.LessOp(r, zero)), imp.op(g.LessOp(s, zero))))
+    return imp.op(g.AndOp(nonzero, opposite))
+
+
+def _split(imp: Importer, x: SSAValue) -> tuple[SSAValue, SSAValue]:
+    """Veltkamp's split of a float32 into two halves of 12 significant bits (hi + lo = x)."""
+    c = imp.op(g.MulOp(x, imp.scalar(4097.0)))
+    hi = imp.op(g.SubOp(c, imp.op(g.SubOp(c, x))))
+    return hi, imp.op(g.SubOp(x, hi))
+
+
+def _sub_product(imp: Importer, a: SSAValue, n: SSAValue, b: SSAValue) -> SSAValue:
+    """a - n * b with the product exact (Dekker's two-product: n * b = p + e), so the
+    difference is exact when n * b is close to a (Sterbenz) and rounded once otherwise."""
+    p = imp.op(g.MulOp(n, b))
+    (nh, nl), (bh, bl) = _split(imp, n), _split(imp, b)
+    e = imp.op(g.SubOp(imp.op(g.MulOp(nh, bh)), p))
+    for u, v in ((nh, bl), (nl, bh), (nl, bl)):
+        e = imp.op(g.AddOp(e, imp.op(g.MulOp(u, v))))
+    return imp.op(g.SubOp(imp.op(g.SubOp(a, p)), e))
+
+
+def _fmod_float(imp: Importer, a: SSAValue, b: SSAValue) -> SSAValue:
+    """C's fmod: a - trunc(a / b) * b with the product exact, then one correction step for a
+    quotient that rounded across an integer (the remainder must have a's sign and be smaller
+    than |b|). Exact while |a / b| < 2**24 (and |b| < 2**115, for the split); a finite a over
+    an infinite b is a, as in C."""
+    n = _trunc(imp, imp.op(g.DivOp(a, b)))
+    zero = imp.scalar(0.0)
+    r = imp.op(g.WhereOp(imp.op(g.EqualOp(n, zero)), a, _sub_product(imp, a, n, b)))
+    abs_b = imp.op(g.AbsOp(b))
+    step = imp.op(  # |b| with a's sign
+        g.WhereOp(imp.op(g.LessOp(a, zero)), imp.op(g.NegOp(abs_b)), abs_b)
+    )
+    r = imp.op(g.WhereOp(_signs_differ(imp, r, a), imp.op(g.AddOp(r, step)), r))
+    too_big = imp.op(g.GreaterEqualOp(imp.op(g.AbsOp(r)), abs_b))
+    return imp.op(g.WhereOp(too_big, imp.op(g.SubOp(r, step)), r))
+
+
+def _fmod_int(imp: Importer, a: SSAValue, b: SSAValue) -> SSAValue:
+    """a - (a / b) * b with truncating division; a divisor of 0 or -1 (which would trap: by
+    zero, or INT_MIN / -1) is replaced by 1, giving 0 as numpy does."""
+    one = imp.scalar(1, like=b)
+    small = imp.op(
+        g.AndOp(
+            imp.op(g.LessEqualOp(b, one)),
+            imp.op(g.GreaterEqualOp(b, imp.scalar(-1, like=b))),
+        )
+    )
+    safe = imp.op(g.WhereOp(small, one, b))
+    return imp.op(g.SubOp(a, imp.op(g.MulOp(imp.op(g.DivOp(a, safe)), safe))))
+
+
+@converter("Mod")
+def convert_mod(imp: Importer, node: onnx.NodeProto) -> list[Value]:
+    """Remainder with broadcasting: fmod=1 has the dividend's sign (C's fmod), fmod=0 the
+    divisor's (Python's %, numpy.mod; for floats too, as onnx's reference does)."""
+    fmod = int(attrs(node).get("fmod", 0))
+    if fmod not in (0, 1):
+        raise imp.error(f"fmod must be 0 or 1, got {fmod}")
+    a, b = imp.value(node.input[0]), imp.value(node.input[1])
+    el = element_type_of(a)
+    if el != element_type_of(b):
+        raise imp.error(f"A and B must have one element type, got {el} and {element_type_of(b)}")
+    is_float = el == f32
+    r = _fmod_float(imp, a, b) if is_float else _fmod_int(imp, a, b)
+    if fmod == 1:
+        return [r]
+    r = imp.op(g.WhereOp(_signs_differ(imp, r, b), imp.op(g.AddOp(r, b)), r))
+    if is_float:  # a zero remainder takes the divisor's sign
+        zero = imp.scalar(0.0)
+        signed = imp.op(g.WhereOp(imp.op(g.LessOp(b, zero)), imp.scalar(-0.0), zero))
+        r = imp.op(g.WhereOp(imp.op(g.EqualOp(r, zero)), signed, r))
+    return [r]
 
 
 @converter("Sum", "Mean", "Max", "Min")
@@ -230,26 +313,6 @@ def convert_clip(imp: Importer, node: onnx.NodeProto) -> list[Value]:
     return results(imp.emit(g.ClipOp(imp.value(node.input[0]), min=lo, max=hi)))
 
 
-@converter("Cast", "CastLike")
-def convert_cast(imp: Importer, node: onnx.NodeProto) -> list[Value]:
-    if node.op_type == "CastLike":
-        like = imp.lookup(node.input[1])
-        to_el = element_type_of(like) if isinstance(like, SSAValue) else None
-        target = str(to_el) if to_el is not None else None
-        if target is None:
-            assert isinstance(like, np.ndarray)
-            target = str(g.dense_attr(like).get_element_type())
-    else:
-        to = attrs(node)["to"]
-        if to not in CAST_TARGETS:
-            raise imp.error(
-                f"cast of a computed tensor to {type_name(to)} is not supported (to "
-                f"{SUPPORTED_ELEMENTS} only)"
-            )
-        target = CAST_TARGETS[to]
-    return results(imp.emit(g.CastOp(imp.value(node.input[0]), to=target)))
-
-
 @converter("Dropout")
 def convert_dropout(imp: Importer, node: onnx.NodeProto) -> list[Value]:
     if imp.has(node, 2):  # opset 12+: training_mode input; inference (identity) unless true
@@ -259,3 +322,188 @@ def convert_dropout(imp: Importer, node: onnx.NodeProto) -> list[Value]:
             raise imp.error("training_mode=1 (random dropout) is not supported (inference only)")
     y = imp.op(g.DropoutOp(imp.value(node.input[0])))
     return [y, np.ones(imp.shape_of(y), dtype=np.bool_)]  # inference keeps every element
+
+
+def _float_input(imp: Importer, node: onnx.NodeProto) -> SSAValue:
+    x = imp.value(node.input[0])
+    if element_type_of(x) != f32:
+        raise imp.error(f"needs a float input, got element type {element_type_of(x)}")
+    return x
+
+
+@converter("Swish")
+def convert_swish(imp: Importer, node: onnx.NodeProto) -> list[Value]:
+    """x * sigmoid(alpha * x)."""
+    x = _float_input(imp, node)
+    alpha = float(attrs(node).get("alpha", 1.0))
+    scaled = x if alpha == 1.0 else imp.op(g.MulOp(x, imp.scalar(alpha)))
+    return [imp.op(g.MulOp(x, imp.op(g.SigmoidOp(scaled))))]
+
+
+@converter("Softsign")
+def convert_softsign(imp: Importer, node: onnx.NodeProto) -> list[Value]:
+    """x / (1 + |x|)."""
+    x = _float_input(imp, node)
+    return [imp.op(g.DivOp(x, imp.op(g.AddOp(imp.op(g.AbsOp(x)), imp.scalar(1.0)))))]
+
+
+@converter("IsInf")
+def convert_isinf(imp: Importer, node: onnx.NodeProto) -> list[Value]:
+    """x == +inf (if detect_positive) or x == -inf (if detect_negative)."""
+    a = attrs(node)
+    x = _float_input(imp, node)
+    tests = [
+        imp.op(g.EqualOp(x, imp.scalar(sign * math.inf)))
+        for sign, key in ((1, "detect_positive"), (-1, "detect_negative"))
+        if int(a.get(key, 1))
+    ]
+    if not tests:
+        return [np.zeros(imp.shape_of(x), dtype=np.bool_)]
+    return [tests[0] if len(tests) == 1 else imp.op(g.OrOp(tests[0], tests[1]))]
+
+
+@converter("Shrink")
+def convert_shrink(imp: Importer, node: onnx.NodeProto) -> list[Value]:
+    """x + bias below -lambd, x - bias above lambd, 0 between; integer tensors are computed
+    exactly when lambd and bias are whole numbers, else in float32 and truncated back (as
+    onnx's reference casts)."""
+    a = attrs(node)
+    lambd, bias = float(a.get("lambd", 0.5)), float(a.get("bias", 0.0))
+    x = imp.value(node.input[0])
+    el = element_type_of(x)
+    exact = el == f32 or (lambd.is_integer() and bias.is_integer())
+    w = x if exact else imp.op(g.CastOp(x, to="f32"))
+    below = imp.op(g.LessOp(w, imp.scalar(-lambd, like=w)))
+    above = imp.op(g.GreaterOp(w, imp.scalar(lambd, like=w)))
+    b = imp.scalar(bias, like=w)
+    inner = imp.op(g.WhereOp(above, imp.op(g.SubOp(w, b)), imp.scalar(0, like=w)))
+    y = imp.op(g.WhereOp(below, imp.op(g.AddOp(w, b)), inner))
+    return [y if exact else imp.op(g.CastOp(y, to=str(el)))]
+
+
+@converter("Tan")
+def convert_tan(imp: Importer, node: onnx.NodeProto) -> list[Value]:
+    x = _float_input(imp, node)
+    return [imp.op(g.DivOp(imp.op(g.SinOp(x)), imp.op(g.CosOp(x))))]
+
+
+def _poly(imp: Importer, z: SSAValue, coefficients: list[float]) -> SSAValue:
+    """Horner's rule, highest coefficient first."""
+    acc = imp.scalar(coefficients[0])
+    for c in coefficients[1:]:
+        acc = imp.op(g.AddOp(imp.op(g.MulOp(acc, z)), imp.scalar(c)))
+    return acc
+
+
+def _with_sign_of(imp: Importer, r: SSAValue, x: SSAValue) -> SSAValue:
+    """r for x >= 0, -r for x < 0 (odd functions computed on |x|)."""
+    return imp.op(g.WhereOp(imp.op(g.LessOp(x, imp.scalar(0.0))), imp.op(g.NegOp(r)), r))
+
+
+def _log1p(imp: Importer, u: SSAValue) -> SSAValue:
+    """log(1 + u) to full relative precision for small u: log(w) * u / (w - 1) with w = 1 + u
+    (Goldberg's correction of the rounding in w)."""
+    one = imp.scalar(1.0)
+    w = imp.op(g.AddOp(u, one))
+    corrected = imp.op(g.DivOp(imp.op(g.MulOp(imp.op(g.LogOp(w)), u)), imp.op(g.SubOp(w, one))))
+    exact = imp.op(g.OrOp(imp.op(g.EqualOp(w, one)), imp.op(g.EqualOp(w, imp.scalar(math.inf)))))
+    return imp.op(g.WhereOp(exact, imp.op(g.WhereOp(imp.op(g.EqualOp(w, one)), u, w)), corrected))
+
+
+_HUGE = 2.0**28
+"""Above this, sqrt(x^2 +- 1) is x in float32: asinh and acosh are log(x) + log(2) there
+(before x^2 overflows)."""
+
+
+def _log_2x(imp: Importer, a: SSAValue) -> SSAValue:
+    return imp.op(g.AddOp(imp.op(g.LogOp(a)), imp.scalar(math.log(2.0))))
+
+
+@converter("Asinh", "Acosh", "Atanh")
+def convert_inverse_hyperbolic(imp: Importer, node: onnx.NodeProto) -> list[Value]:
+    """The inverse hyperbolic functions from log1p (accurate near 0): asinh |x| =
+    log1p(a + a^2 / (1 + sqrt(1 + a^2))), acosh x = log1p(t + sqrt(2t + t^2)) with t = x - 1,
+    atanh |x| = log1p(2a / (1 - a)) / 2; nan outside the domain."""
+    x = _float_input(imp, node)
+    one = imp.scalar(1.0)
+    if node.op_type == "Acosh":
+        t = imp.op(g.SubOp(x, one))
+        root = imp.op(g.SqrtOp(imp.op(g.MulOp(t, imp.op(g.AddOp(t, imp.scalar(2.0)))))))
+        r = _log1p(imp, imp.op(g.AddOp(t, root)))
+        huge = imp.op(g.GreaterOp(x, imp.scalar(_HUGE)))
+        return [imp.op(g.WhereOp(huge, _log_2x(imp, x), r))]
+    a = imp.op(g.AbsOp(x))
+    if node.op_type == "Atanh":
+        u = imp.op(g.DivOp(imp.op(g.AddOp(a, a)), imp.op(g.SubOp(one, a))))
+        return [_with_sign_of(imp, imp.op(g.MulOp(_log1p(imp, u), imp.scalar(0.5))), x)]
+    a2 = imp.op(g.MulOp(a, a))
+    denominator = imp.op(g.AddOp(imp.op(g.SqrtOp(imp.op(g.AddOp(a2, one)))), one))
+    r = _log1p(imp, imp.op(g.AddOp(a, imp.op(g.DivOp(a2, denominator)))))
+    huge = imp.op(g.GreaterOp(a, imp.scalar(_HUGE)))
+    return [_with_sign_of(imp, imp.op(g.WhereOp(huge, _log_2x(imp, a), r)), x)]
+
+
+# Cephes' single-precision minimax polynomials (S. L. Moshier): atanf on [0, tan(pi/8)] and
+# asinf on [0, 0.5], both within 2.5e-7 relative error
+_ATAN = [8.05374449538e-2, -1.38776856032e-1, 1.99777106478e-1, -3.33329491539e-1]
+_ASIN = [4.2163199048e-2, 2.4181311049e-2, 4.5470025998e-2, 7.4953002686e-2, 1.6666752422e-1]
+
+
+def _odd_poly(imp: Importer, u: SSAValue, coefficients: list[float]) -> SSAValue:
+    """u + u * z * P(z) with z = u^2."""
+    z = imp.op(g.MulOp(u, u))
+    return imp.op(g.AddOp(imp.op(g.MulOp(imp.op(g.MulOp(_poly(imp, z, coefficients), z)), u)), u))
+
+
+def _asin_core(imp: Importer, a: SSAValue) -> tuple[SSAValue, SSAValue]:
+    """For a in [0, 1]: (a > 0.5, asin(u)) where u = a, or sqrt((1 - a) / 2) if a > 0.5
+    (then asin(a) = pi/2 - 2 asin(u))."""
+    high = imp.op(g.GreaterOp(a, imp.scalar(0.5)))
+    half_rest = imp.op(g.MulOp(imp.op(g.SubOp(imp.scalar(1.0), a)), imp.scalar(0.5)))
+    u = imp.op(g.WhereOp(high, imp.op(g.SqrtOp(half_rest)), a))
+    return high, _odd_poly(imp, u, _ASIN)
+
+
+@converter("Atan")
+def convert_atan(imp: Importer, node: onnx.NodeProto) -> list[Value]:
+    """Cephes atanf: |x| reduced to [0, tan(pi/8)] by atan a = pi/2 + atan(-1/a) (a > tan(3pi/8))
+    or pi/4 + atan((a - 1)/(a + 1)) (a > tan(pi/8)), then an odd polynomial."""
+    x = _float_input(imp, node)
+    a = imp.op(g.AbsOp(x))
+    one = imp.scalar(1.0)
+    big = imp.op(g.GreaterOp(a, imp.scalar(2.414213562373095)))
+    mid = imp.op(g.GreaterOp(a, imp.scalar(0.4142135623730950)))
+    inv = imp.op(g.NegOp(imp.op(g.DivOp(one, a))))
+    moebius = imp.op(g.DivOp(imp.op(g.SubOp(a, one)), imp.op(g.AddOp(a, one))))
+    u = imp.op(g.WhereOp(big, inv, imp.op(g.WhereOp(mid, moebius, a))))
+    base = imp.op(
+        g.WhereOp(
+            big,
+            imp.scalar(math.pi / 2),
+            imp.op(g.WhereOp(mid, imp.scalar(math.pi / 4), imp.scalar(0.0))),
+        )
+    )
+    return [_with_sign_of(imp, imp.op(g.AddOp(base, _odd_poly(imp, u, _ATAN))), x)]
+
+
+@converter("Asin")
+def convert_asin(imp: Importer, node: onnx.NodeProto) -> list[Value]:
+    """Cephes asinf: a polynomial on [0, 0.5], asin a = pi/2 - 2 asin(sqrt((1 - a)/2))
+    above; nan for |x| > 1."""
+    x = _float_input(imp, node)
+    high, p = _asin_core(imp, imp.op(g.AbsOp(x)))
+    folded = imp.op(g.SubOp(imp.scalar(math.pi / 2), imp.op(g.AddOp(p, p))))
+    return [_with_sign_of(imp, imp.op(g.WhereOp(high, folded, p)), x)]
+
+
+@converter("Acos")
+def convert_acos(imp: Importer, node: onnx.NodeProto) -> list[Value]:
+    """Cephes acosf: 2 asin(sqrt((1 - x)/2)) for x > 0.5, pi - that of -x for x < -0.5,
+    pi/2 - asin x between; nan for |x| > 1."""
+    x = _float_input(imp, node)
+    high, p = _asin_core(imp, imp.op(g.AbsOp(x)))
+    twice = imp.op(g.AddOp(p, p))
+    neg = imp.op(g.LessOp(x, imp.scalar(0.0)))
+    outer = imp.op(g.WhereOp(neg, imp.op(g.SubOp(imp.scalar(math.pi), twice)), twice))
+    inner = imp.op(g.SubOp(imp.scalar(math.pi / 2), _with_sign_of(imp, p, x)))
+    return [imp.op(g.WhereOp(high, outer, inner))]

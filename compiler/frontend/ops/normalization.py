@@ -1,4 +1,5 @@
-"""Converters of Softmax and the normalizations (batch, layer, instance, LRN)."""
+"""Converters of Softmax and the normalizations (batch, layer, instance, group, RMS, Lp,
+mean-variance, LRN)."""
 
 from __future__ import annotations
 
@@ -6,12 +7,15 @@ import math
 
 import numpy as np
 import onnx
+from xdsl.dialects.builtin import f32
+from xdsl.ir import SSAValue
 
 from compiler.frontend.importer import (
     Importer,
     Value,
     attrs,
     converter,
+    element_type_of,
     results,
 )
 from dialects import graph as g
@@ -122,3 +126,109 @@ def convert_instance_norm(imp: Importer, node: onnx.NodeProto) -> list[Value]:
     per_channel = [shape[1]] + [1] * (len(shape) - 2)
     y = imp.op(g.MulOp(y, imp.op(g.ReshapeOp(scale, per_channel))))
     return results(imp.emit(g.AddOp(y, imp.op(g.ReshapeOp(bias, per_channel)))))
+
+
+def _stash_type(imp: Importer, node: onnx.NodeProto) -> None:
+    """stash_type names the precision of the statistics; only float32 (1, the default) is
+    computed here (tensors are float32 at run time)."""
+    st = int(attrs(node).get("stash_type", 1))
+    if st != 1:
+        raise imp.error(f"stash_type {st} is not supported (only 1, float32)")
+
+
+def _normalize(imp: Importer, x: SSAValue, axes: list[int], eps: float) -> SSAValue:
+    """(x - mean) / sqrt(var + eps) over `axes` (variance from the centred values)."""
+    mean = imp.op(g.ReduceMeanOp(x, axes=axes, keepdims=1))
+    d = imp.op(g.SubOp(x, mean))
+    var = imp.op(g.ReduceMeanOp(imp.op(g.MulOp(d, d)), axes=axes, keepdims=1))
+    return imp.op(g.DivOp(d, imp.op(g.SqrtOp(imp.op(g.AddOp(var, imp.scalar(eps)))))))
+
+
+def _float_input(imp: Importer, x: SSAValue) -> None:
+    if element_type_of(x) != f32:
+        raise imp.error(f"needs a float input, got element type {element_type_of(x)}")
+
+
+@converter("GroupNormalization")
+def convert_group_norm(imp: Importer, node: onnx.NodeProto) -> list[Value]:
+    """Normalization over each group of channels (and the spatial dims) of each instance, then
+    scale and bias: per group (opset 18 to 20) or per channel (opset 21 on)."""
+    a = attrs(node)
+    _stash_type(imp, node)
+    x, scale, bias = (imp.value(n) for n in node.input[:3])
+    _float_input(imp, x)
+    shape = imp.shape_of(x)
+    if len(shape) < 2:
+        raise imp.error(f"needs an input of rank 2 or more (N, C, ...), got {list(shape)}")
+    groups = int(a["num_groups"])
+    n, c = shape[0], shape[1]
+    if groups < 1 or c % groups:
+        raise imp.error(f"num_groups {groups} must be positive and divide the {c} channels")
+    per_channel = imp.opset >= 21
+    want = c if per_channel else groups
+    for name, v in (("scale", scale), ("bias", bias)):
+        if imp.shape_of(v) != (want,):
+            unit = "channel" if per_channel else "group"
+            raise imp.error(
+                f"{name} must have shape [{want}] (one per {unit} at opset {imp.opset}), got "
+                f"{list(imp.shape_of(v))}"
+            )
+    grouped = imp.op(g.ReshapeOp(x, [n, groups, math.prod(shape[1:]) // groups]))
+    y = _normalize(imp, grouped, [2], float(a.get("epsilon", 1e-5)))
+    if not per_channel:
+        y = imp.op(g.MulOp(y, imp.op(g.ReshapeOp(scale, [groups, 1]))))
+        y = imp.op(g.AddOp(y, imp.op(g.ReshapeOp(bias, [groups, 1]))))
+        return [imp.op(g.ReshapeOp(y, shape))]
+    y = imp.op(g.ReshapeOp(y, shape))
+    channels = [c] + [1] * (len(shape) - 2)
+    y = imp.op(g.MulOp(y, imp.op(g.ReshapeOp(scale, channels))))
+    return [imp.op(g.AddOp(y, imp.op(g.ReshapeOp(bias, channels))))]
+
+
+@converter("RMSNormalization")
+def convert_rms_norm(imp: Importer, node: onnx.NodeProto) -> list[Value]:
+    """x / sqrt(mean(x^2) + epsilon) * scale, the mean over the dims from `axis` on."""
+    a = attrs(node)
+    _stash_type(imp, node)
+    x, scale = imp.value(node.input[0]), imp.value(node.input[1])
+    _float_input(imp, x)
+    rank = len(imp.shape_of(x))
+    axis = S.normalize_axis(int(a.get("axis", -1)), rank)
+    axes = list(range(axis, rank))
+    ms = imp.op(g.ReduceMeanOp(imp.op(g.MulOp(x, x)), axes=axes, keepdims=1))
+    rms = imp.op(g.SqrtOp(imp.op(g.AddOp(ms, imp.scalar(float(a.get("epsilon", 1e-5)))))))
+    return [imp.op(g.MulOp(imp.op(g.DivOp(x, rms)), scale))]
+
+
+@converter("LpNormalization")
+def convert_lp_norm(imp: Importer, node: onnx.NodeProto) -> list[Value]:
+    """x / ||x||_p along one axis (p = 1 or 2); 0 where the norm is 0."""
+    a = attrs(node)
+    x = imp.value(node.input[0])
+    _float_input(imp, x)
+    axis = S.normalize_axis(int(a.get("axis", -1)), len(imp.shape_of(x)))
+    p = int(a.get("p", 2))
+    if p not in (1, 2):
+        raise imp.error(f"p must be 1 or 2, got {p}")
+    if p == 1:
+        norm = imp.op(g.ReduceSumOp(imp.op(g.AbsOp(x)), axes=[axis], keepdims=1))
+    else:
+        norm = imp.op(
+            g.SqrtOp(imp.op(g.ReduceSumOp(imp.op(g.MulOp(x, x)), axes=[axis], keepdims=1)))
+        )
+    zero = imp.scalar(0.0)
+    y = imp.op(g.DivOp(x, norm))
+    return [imp.op(g.WhereOp(imp.op(g.EqualOp(norm, zero)), zero, y))]
+
+
+@converter("MeanVarianceNormalization")
+def convert_mvn(imp: Importer, node: onnx.NodeProto) -> list[Value]:
+    """(x - mean) / (std + 1e-9) over `axes` (default 0, 2, 3), as the operator's function."""
+    x = imp.value(node.input[0])
+    _float_input(imp, x)
+    axes = list(S.normalize_axes(list(attrs(node).get("axes", [0, 2, 3])), len(imp.shape_of(x))))
+    mean = imp.op(g.ReduceMeanOp(x, axes=axes, keepdims=1))
+    d = imp.op(g.SubOp(x, mean))
+    var = imp.op(g.ReduceMeanOp(imp.op(g.MulOp(d, d)), axes=axes, keepdims=1))
+    std = imp.op(g.AddOp(imp.op(g.SqrtOp(var)), imp.scalar(1e-9)))
+    return [imp.op(g.DivOp(d, std))]

@@ -24,6 +24,7 @@ _REDUCE: dict[str, tuple[type[g.GraphOp], int]] = {
     "ReduceMean": (g.ReduceMeanOp, 18),
     "ReduceSum": (g.ReduceSumOp, 13),
     "ReduceMax": (g.ReduceMaxOp, 18),
+    "ReduceProd": (g.ReduceProdOp, 18),
 }
 
 
