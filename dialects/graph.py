@@ -445,13 +445,15 @@ class ConstantOp(IRDLOperation):
 
 
 def dense_attr(array: np.ndarray) -> DenseIntOrFPElementsAttr:
-    """A dense attr of a graph element type: floats become f32, bool i1, int32 i32, other
-    integers i64."""
+    """A dense attr of a graph element type: floats become f32, bool i1, int32 and the narrower
+    integers i32 (the frontend computes int8..uint16 in int32), other integers i64."""
     a = np.asarray(array)
     if np.issubdtype(a.dtype, np.floating):
         return numpy_to_dense(a.astype(np.float32, copy=False))
     if a.dtype == np.bool_ or a.dtype == np.int32:
         return numpy_to_dense(a)
+    if a.dtype in (np.int8, np.uint8, np.int16, np.uint16):
+        return numpy_to_dense(a.astype(np.int32))
     if np.issubdtype(a.dtype, np.integer):
         return numpy_to_dense(a.astype(np.int64, copy=False))
     raise TypeError(f"unsupported constant dtype {a.dtype}")
@@ -873,6 +875,7 @@ class ConvOp(WindowOp):
     ends...)."""
 
     name = "graph.conv"
+    ELEMENTS: ClassVar[tuple[Attribute, ...]] = NUMERIC  # integers: ConvInteger, QLinearConv
     x = operand_def(AnyTensor)
     w = operand_def(AnyTensor)
     bias = opt_operand_def(AnyTensor)
@@ -893,6 +896,7 @@ class MatmulOp(GraphOp):
     """numpy.matmul: 1-D operands and batch broadcasting."""
 
     name = "graph.matmul"
+    ELEMENTS: ClassVar[tuple[Attribute, ...]] = NUMERIC  # integers: MatMulInteger, QLinearMatMul
     a = operand_def(AnyTensor)
     b = operand_def(AnyTensor)
     result = result_def(AnyTensor)

@@ -29,7 +29,7 @@ from xdsl.dialects.builtin import (
     ModuleOp,
     StringAttr,
 )
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.ir.affine import AffineExpr
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
@@ -350,7 +350,7 @@ class ConvLowering(_GraphLowering):
         xp = shape_of(x)[2:]
         if g == 1:
             wt = self._weights(em, w, g, r)
-            init = self._init(em, bias, out, [dim(1)])
+            init = self._init(em, bias, out, [dim(1)], elem_of(op.results[0]))
             # loops: n, oc, o1..or, ic, k1..kr
             ic, k0 = 2 + r, 3 + r
             xmap = [dim(0), dim(ic), *_window_exprs(2, k0, strides, dils)]
@@ -361,7 +361,7 @@ class ConvLowering(_GraphLowering):
         wt = self._weights(em, w, g, r)
         outg = (n, g, ocg, *osp)
         bg = em.reshape(bias, (g, ocg)) if bias else None
-        init = self._init(em, bg, outg, [dim(1), dim(2)])
+        init = self._init(em, bg, outg, [dim(1), dim(2)], elem_of(op.results[0]))
         # loops: n, g, ocg, o1..or, icg, k1..kr
         ic, k0 = 3 + r, 4 + r
         xmap = [dim(0), dim(1), dim(ic), *_window_exprs(3, k0, strides, dils)]
@@ -388,9 +388,11 @@ class ConvLowering(_GraphLowering):
         )
 
     @staticmethod
-    def _init(em: Emitter, bias: SSAValue | None, shape: tuple[int, ...], bmap: list) -> SSAValue:
+    def _init(
+        em: Emitter, bias: SSAValue | None, shape: tuple[int, ...], bmap: list, elem: Attribute
+    ) -> SSAValue:
         if bias is None:
-            return em.fill(0.0, shape)
+            return em.fill(0.0, shape, elem)
         return em.map_elementwise([bias], shape, lambda b, a: a[0], [bmap])
 
 
@@ -423,7 +425,8 @@ class MatmulLowering(_GraphLowering):
         bmap = broadcast_exprs(bb, batch) + [dim(ki)] + ([dim(ni)] if ni is not None else [])
         omap = identity(nb) + [dim(i) for i in (mi, ni) if i is not None]
         iters = "p" * ki + "r"
-        return [em.generic([a, b], [amap, bmap], em.fill(0.0, out), omap, iters, _mac)]
+        init = em.fill(0.0, out, elem_of(op.results[0]))
+        return [em.generic([a, b], [amap, bmap], init, omap, iters, _mac)]
 
     @staticmethod
     def _gemm(op: Operation, em: Emitter) -> SSAValue:

@@ -31,7 +31,7 @@ MAX_PANEL_ELEMENTS = 32 * 1024
 
 # -- vector loop ------------------------------------------------------------------------------
 
-_SCALAR_ONLY = (
+SCALAR_ONLY_OPS = (
     arith.CmpfOp,
     arith.CmpiOp,
     arith.SIToFPOp,
@@ -68,7 +68,7 @@ def vectorizable_along(info: KernelInfo, d: int) -> bool:
         # xDSL 0.74's arith.cmpf/cmpi type a vector comparison as a scalar i1 (and llvm.fcmp
         # takes no vectors), and its conversions (sitofp, extsi, ...) take scalars only, so a
         # comparison or conversion of lane values keeps the kernel scalar
-        if lane_dependent and isinstance(op, _SCALAR_ONLY):
+        if lane_dependent and isinstance(op, SCALAR_ONLY_OPS):
             return False
         if lane_dependent:
             varying.update(op.results)

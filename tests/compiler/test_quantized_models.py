@@ -206,3 +206,75 @@ def test_cast_to_float16_rounds_like_float16():
     with np.errstate(over="ignore"):  # numpy warns as it overflows to inf, as it should
         expected = x.astype(np.float16).astype(np.float32)
     np.testing.assert_array_equal(ours, expected)
+
+
+def test_matmul_integer_accumulates_exactly_in_int32():
+    """K = 4096 products of up to 255 * 128: far beyond float32's exact integers."""
+    a = rng.integers(0, 255, (3, 4096), endpoint=True).astype(np.uint8)
+    b = rng.integers(-128, 127, (4096, 5), endpoint=True).astype(np.int8)
+    m = make(
+        [helper.make_node("MatMulInteger", ["a", "b", "azp", "bzp"], ["y"])],
+        [("a", U8, [3, 4096]), ("b", I8, [4096, 5])],
+        [("y", I32, [3, 5])],
+        [("azp", np.uint8(7)), ("bzp", np.asarray([0, 1, -1, 5, -128], np.int8))],
+    )
+    exact(m, {"a": a, "b": b})
+
+
+def test_conv_integer_with_padding_and_groups():
+    x = rng.integers(0, 255, (1, 4, 7, 7), endpoint=True).astype(np.uint8)
+    w = rng.integers(0, 255, (6, 2, 3, 3), endpoint=True).astype(np.uint8)
+    m = make(
+        [
+            helper.make_node(
+                "ConvInteger", ["x", "w", "xzp", "wzp"], ["y"], pads=[1, 1, 1, 1], group=2
+            )
+        ],
+        [("x", U8, [1, 4, 7, 7])],
+        [("y", I32, [1, 6, 7, 7])],
+        [("w", w), ("xzp", np.uint8(128)), ("wzp", np.uint8(3))],
+    )
+    exact(m, {"x": x})
+
+
+def test_qlinear_matmul_and_conv_requantize_like_onnxruntime():
+    """A quantized conv (per-channel weight scales, int32 bias) feeding a quantized matmul, as
+    an int8 model exported with static quantization has them."""
+    x = rng.integers(0, 255, (1, 3, 6, 6), endpoint=True).astype(np.uint8)
+    w = rng.integers(-127, 127, (4, 3, 3, 3), endpoint=True).astype(np.int8)
+    wm = rng.integers(-127, 127, (6, 5), endpoint=True).astype(np.int8)
+    inits = [
+        ("xs", np.float32(0.02)),
+        ("xzp", np.uint8(120)),
+        ("w", w),
+        ("ws", np.asarray([0.01, 0.02, 0.005, 0.03], np.float32)),
+        ("wzp", np.zeros(4, np.int8)),
+        ("ys", np.float32(0.05)),
+        ("yzp", np.uint8(100)),
+        ("bias", rng.integers(-500, 500, 4).astype(np.int32)),
+        ("shape", np.asarray([6, 6], np.int64)),
+        ("wm", wm),
+        ("wms", np.float32(0.01)),
+        ("wmzp", np.int8(0)),
+        ("ms", np.float32(0.1)),
+        ("mzp", np.uint8(128)),
+    ]
+    m = make(
+        [
+            helper.make_node(
+                "QLinearConv",
+                ["x", "xs", "xzp", "w", "ws", "wzp", "ys", "yzp", "bias"],
+                ["c"],
+                pads=[1, 1, 1, 1],
+                strides=[2, 2],
+            ),
+            helper.make_node("Reshape", ["c", "shape"], ["r"]),
+            helper.make_node(
+                "QLinearMatMul", ["r", "ys", "yzp", "wm", "wms", "wmzp", "ms", "mzp"], ["y"]
+            ),
+        ],
+        [("x", U8, [1, 3, 6, 6])],
+        [("c", U8, [1, 4, 3, 3]), ("y", U8, [6, 5])],
+        inits,
+    )
+    exact(m, {"x": x})

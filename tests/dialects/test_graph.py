@@ -402,7 +402,9 @@ def test_result_element_type_is_inferred(build, element):
         (lambda: g.WhereOp(typed(f32, 3), typed(f32, 3), typed(f32, 3)), "the condition"),
         (lambda: g.GatherOp(typed(f32, 3), typed(f32, 2)), "indices have element type f32"),
         (lambda: g.CastOp(typed(f32, 3), to="f16"), 'cannot cast to "f16"'),
-        (lambda: g.ConvOp(typed(i64, 1, 1, 3, 3), typed(i64, 1, 1, 1, 1), None), "supported: f32"),
+        (lambda: g.ConvOp(typed(i1, 1, 1, 3, 3), typed(i1, 1, 1, 1, 1), None), "supported: f32"),
+        (lambda: g.MatmulOp(typed(i64, 2, 3), typed(i32, 3, 2)), "one element type"),
+        (lambda: g.GemmOp(typed(i32, 2, 3), typed(i32, 3, 2), None), "supported: f32"),
     ],
 )
 def test_builder_rejects_unsupported_element_types(build, message):

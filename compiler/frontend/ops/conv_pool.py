@@ -112,27 +112,32 @@ def _kernel(imp: Importer, node: onnx.NodeProto, w_spatial: Sequence[int]) -> li
 
 @converter("Conv")
 def convert_conv(imp: Importer, node: onnx.NodeProto) -> list[Value]:
-    a = attrs(node)
+    bias = imp.value(node.input[2]) if imp.has(node, 2) else None
+    return [conv(imp, node, imp.value(node.input[0]), imp.value(node.input[1]), bias)]
+
+
+def conv(
+    imp: Importer, node: onnx.NodeProto, x: SSAValue, w: SSAValue, bias: SSAValue | None
+) -> SSAValue:
+    """graph.conv of x (shaped as the node's input 0) and w with the node's window attributes
+    (Conv, and the integer convolutions of compiler/frontend/ops/quantization.py)."""
     r = _spatial_rank(imp, node)
-    w_shape = imp.shape(node.input[1])
+    w_shape = imp.shape_of(w)
     if len(w_shape) != r + 2:
         raise imp.error(
             f"weight must be {r + 2}-D (M, C/group, k1..k{r}), got shape {list(w_shape)}"
         )
     kernel = _kernel(imp, node, w_shape[2:])
     strides, pads, dilations = _window(imp, node, kernel)
-    bias = imp.value(node.input[2]) if imp.has(node, 2) else None
-    return results(
-        imp.emit(
-            g.ConvOp(
-                imp.value(node.input[0]),
-                imp.value(node.input[1]),
-                bias,
-                strides=strides,
-                pads=pads,
-                dilations=dilations,
-                group=a.get("group", 1),
-            )
+    return imp.op(
+        g.ConvOp(
+            x,
+            w,
+            bias,
+            strides=strides,
+            pads=pads,
+            dilations=dilations,
+            group=attrs(node).get("group", 1),
         )
     )
 

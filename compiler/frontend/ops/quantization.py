@@ -1,5 +1,6 @@
 """Converters of the linear quantization operators: QuantizeLinear, DequantizeLinear,
-DynamicQuantizeLinear.
+DynamicQuantizeLinear, and the integer products MatMulInteger, ConvInteger, QLinearMatMul and
+QLinearConv (int32 accumulation, exact).
 
 8- and 16-bit integer tensors are computed in int32 (compiler/frontend/importer.py's
 WIDENED_ELEMENTS): every value fits, so the results are exact, and the model's inputs and outputs
@@ -22,6 +23,7 @@ from compiler.frontend.importer import (
     element_type_of,
     type_name,
 )
+from compiler.frontend.ops.conv_pool import conv
 from dialects import graph as g
 
 _QUANTIZED: dict[int, type] = {
@@ -141,3 +143,104 @@ def convert_dynamic_quantize(imp: Importer, node: onnx.NodeProto) -> list[Value]
     y = imp.op(g.AddOp(imp.op(g.RoundOp(imp.op(g.DivOp(x, scale)))), zp))
     y = imp.op(g.ClipOp(y, min=0.0, max=255.0))
     return [imp.op(g.CastOp(y, to="i32")), scale, imp.op(g.CastOp(zp, to="i32"))]
+
+
+def _int32(imp: Importer, name: str) -> SSAValue:
+    v = imp.value(name, np.int32) if isinstance(imp.lookup(name), np.ndarray) else imp.value(name)
+    if element_type_of(v) != i32:
+        raise imp.error(
+            f"input '{name}' must be an 8- or 16-bit integer tensor, got {element_type_of(v)}"
+        )
+    return v
+
+
+def _centered(
+    imp: Importer, node: onnx.NodeProto, x: int, zp: int, zp_axis: int | None
+) -> SSAValue:
+    """Input `x` minus its optional zero point `zp`, in int32: a scalar, or a 1-D one along
+    `zp_axis` of x (per row of a MatMulInteger's A, per column of B, per output channel of a
+    convolution weight)."""
+    v = _int32(imp, node.input[x])
+    if not imp.has(node, zp):
+        return v
+    z = _int32(imp, node.input[zp])
+    zs, shape = imp.shape_of(z), imp.shape_of(v)
+    if int(np.prod(zs, dtype=np.int64)) == 1:
+        z = imp.op(g.ReshapeOp(z, [])) if zs else z
+    elif zp_axis is not None and len(zs) == 1 and zs[0] == shape[zp_axis % len(shape)]:
+        axis = zp_axis % len(shape)
+        z = imp.op(g.ReshapeOp(z, [zs[0] if d == axis else 1 for d in range(len(shape))]))
+    else:
+        raise imp.error(
+            f"zero point '{node.input[zp]}' of shape {list(zs)} does not fit input "
+            f"'{node.input[x]}' of shape {list(shape)}"
+        )
+    return imp.op(g.SubOp(v, z))
+
+
+def _requantize(
+    imp: Importer,
+    node: onnx.NodeProto,
+    acc: SSAValue,
+    scales: list[int],
+    y_scale: int,
+    y_zp: int,
+    axis: int,
+) -> SSAValue:
+    """round(acc * prod(scales) / y_scale) + y_zp, saturated to y_zp's type, in int32."""
+    qtype = _quantized_type(imp, node, y_zp)
+    info = np.iinfo(qtype)
+    shape = imp.shape_of(acc)
+    y = imp.op(g.CastOp(acc, to="f32"))
+    for k in scales:
+        s = imp.value(node.input[k], np.float32)
+        n = int(np.prod(imp.shape_of(s), dtype=np.int64))
+        if n != 1:
+            s = imp.op(
+                g.ReshapeOp(s, [n if d == axis % len(shape) else 1 for d in range(len(shape))])
+            )
+        elif imp.shape_of(s):
+            s = imp.op(g.ReshapeOp(s, []))
+        y = imp.op(g.MulOp(y, s))
+    y = imp.op(g.DivOp(y, imp.op(g.ReshapeOp(imp.value(node.input[y_scale], np.float32), []))))
+    y = imp.op(g.RoundOp(y))
+    y = imp.op(g.AddOp(y, imp.op(g.ReshapeOp(imp.value(node.input[y_zp], np.float32), []))))
+    y = imp.op(g.ClipOp(y, min=float(info.min), max=float(info.max)))
+    return imp.op(g.CastOp(y, to="i32"))
+
+
+@converter("MatMulInteger")
+def convert_matmul_integer(imp: Importer, node: onnx.NodeProto) -> list[Value]:
+    """(A - a_zero_point) @ (B - b_zero_point) in int32; A's zero point may be per row, B's
+    per column."""
+    a = _centered(imp, node, 0, 2, -2)
+    b = _centered(imp, node, 1, 3, -1)
+    return [imp.op(g.MatmulOp(a, b))]
+
+
+@converter("ConvInteger")
+def convert_conv_integer(imp: Importer, node: onnx.NodeProto) -> list[Value]:
+    """conv(x - x_zero_point, w - w_zero_point) in int32 (padding contributes zero, as padding
+    with the zero point before subtracting it would); w's zero point may be per channel."""
+    x = _centered(imp, node, 0, 2, None)
+    w = _centered(imp, node, 1, 3, 0)
+    return [conv(imp, node, x, w, None)]
+
+
+@converter("QLinearMatMul")
+def convert_qlinear_matmul(imp: Importer, node: onnx.NodeProto) -> list[Value]:
+    """The int32 product of the centered inputs, requantized to y's scale and zero point."""
+    a = _centered(imp, node, 0, 2, -2)
+    b = _centered(imp, node, 3, 5, -1)
+    acc = imp.op(g.MatmulOp(a, b))
+    return [_requantize(imp, node, acc, [1, 4], 6, 7, -1)]
+
+
+@converter("QLinearConv")
+def convert_qlinear_conv(imp: Importer, node: onnx.NodeProto) -> list[Value]:
+    """conv of the centered inputs plus the int32 bias, requantized (w's scale per channel)."""
+    x = _centered(imp, node, 0, 2, None)
+    w = _centered(imp, node, 3, 5, 0)
+    bias = _int32(imp, node.input[8]) if imp.has(node, 8) else None
+    acc = conv(imp, node, x, w, bias)
+    return [_requantize(imp, node, acc, [1, 4], 6, 7, 1)]

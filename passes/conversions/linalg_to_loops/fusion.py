@@ -20,6 +20,7 @@ from xdsl.ir.affine import AffineMap
 from dialects.attributes import PRIVATE_ARGS_ATTR
 from dialects.sched import Schedule
 from passes.analysis.kernel_access import analyze_kernel
+from passes.schedule.rules import SCALAR_ONLY_OPS
 
 
 @dataclass
@@ -42,7 +43,8 @@ def has_tiled_reduction(sched: Schedule, kernel: linalg.GenericOp) -> bool:
 
 
 def body_vectorizable(block: Block) -> bool:
-    """Elementwise arith/math only, no comparison of lane values (see vectorizable_along): a fused
+    """Elementwise arith/math only, no comparison or conversion of lane values (see
+    vectorizable_along): a fused
     stage runs on the kernel's vector registers, so it must vectorize as the kernel does."""
     varying = set(block.args)
     for op in block.ops:
@@ -51,7 +53,7 @@ def body_vectorizable(block: Block) -> bool:
         if op.dialect_name() not in ("arith", "math") or isinstance(op, arith.IndexCastOp):
             return False
         if any(x in varying for x in op.operands):
-            if isinstance(op, arith.CmpfOp | arith.CmpiOp):
+            if isinstance(op, SCALAR_ONLY_OPS):
                 return False
             varying.update(op.results)
     return True
