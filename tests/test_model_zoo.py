@@ -158,3 +158,27 @@ if __name__ == "__main__":  # python -m tests.test_model_zoo [NAME ...]: refresh
 
     for name in sys.argv[1:] or NAMES:
         print(f"{name}: {_first_error_line(name)}", flush=True)
+
+
+def test_ziggurat_run_on_a_zoo_transformer(tmp_path):
+    """The command line a user runs: `ziggurat run` on GPT-2 (dynamo exporter, int64 token ids,
+    symbolic dims specialized with --input-shape), outputs matching onnxruntime."""
+    import subprocess
+    import sys
+
+    name = "gpt2_dynamo18"
+    model, feeds = model_zoo.load(name)
+    path = tmp_path / "model.onnx"
+    onnx.save(model, path)
+    np.savez(tmp_path / "in.npz", **feeds)
+    shapes = [f"{n}={'x'.join(str(d) for d in s)}" for n, s in model_zoo.input_shapes(name).items()]
+    cmd = [sys.executable, "-m", "compiler.cli.main", "run", str(path)]
+    cmd += ["--inputs", str(tmp_path / "in.npz"), "--output", str(tmp_path / "out.npz")]
+    for s in shapes:
+        cmd += ["--input-shape", s]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    ours = np.load(tmp_path / "out.npz")
+    for o, r in zip(model_zoo.entry(name)["outputs"], _reference(model, feeds), strict=True):
+        scale = float(np.max(np.abs(r)))
+        assert float(np.max(np.abs(ours[o] - r))) <= 1e-4 * scale
