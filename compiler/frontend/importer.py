@@ -7,13 +7,18 @@ inputs are all known) stay numpy arrays and are evaluated eagerly, so attribute-
 (Reshape's shape, Slice's starts, ...) are plain numbers when a converter needs them; they
 become `graph.constant` only where an op consumes them. The converters live in
 compiler/frontend/ops/, one module per operator family.
+
+Subgraphs (If branches, Loop and Scan bodies) are imported inline by `Importer.subgraph`, with
+the same converters, in a scope that sees the enclosing graphs' values by name: control flow is
+specialized statically (ops/control_flow.py), never kept as a region.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Sequence
+from collections import ChainMap
+from collections.abc import Callable, Iterator, MutableMapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -57,6 +62,12 @@ allocation, so a declared 2**40 dimension is an error, not an exhausted machine.
 MAX_FOLDED_ELEMENTS = 2**28
 """The most elements of a value computed at import time (constant folding): such a value is
 held in memory and then written into the IR."""
+
+
+MAX_SUBGRAPH_NODES = 100_000
+"""The most subgraph nodes (If branches, Loop and Scan bodies) one import converts, counting
+each unrolled iteration again: unrolling is static specialization, and this bounds the IR it
+can produce."""
 
 
 Value = SSAValue | np.ndarray
@@ -195,14 +206,17 @@ class Importer:
         self.graph = model.graph
         self.opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0)
         self.input_shapes = dict(input_shapes or {})
-        self.values: dict[str, Value] = {}
+        self.values: MutableMapping[str, Value] = {}
         self.block = Block()
         self.node: onnx.NodeProto | None = None
         self.label = ""  # the current node's name, or #index for unnamed nodes
-        self.used_names = {n for node in self.graph.node for n in node.input if n} | {
-            o.name for o in self.graph.output
+        self.used_names = {n for node in _all_nodes(self.graph) for n in node.input if n} | {
+            o.name for graph in _all_graphs(self.graph) for o in graph.output
         }
-        """Value names that a node reads or the graph returns (an output outside it is unused)."""
+        """Value names that a node (of any subgraph) reads or a graph returns (an output
+        outside it is unused)."""
+        self.subgraph_nodes = 0
+        """Subgraph nodes converted so far (MAX_SUBGRAPH_NODES bounds it)."""
 
     # -- values ---------------------------------------------------------------------------
 
@@ -318,6 +332,85 @@ class Importer:
         except FrontendError as e:
             raise self.error(str(e)) from None
 
+    # -- subgraphs ------------------------------------------------------------------------
+
+    def subgraph(self, body: onnx.GraphProto, args: Sequence[Value], where: str) -> list[Value]:
+        """Import a subgraph (an If branch, a Loop or Scan body) inline into the current block,
+        its inputs bound to `args`, and return its outputs. The body sees the enclosing
+        scopes' values by name; the names it defines vanish afterwards, so a body can be
+        imported once per unrolled iteration. `where` prefixes the body's node labels."""
+        outer_node, outer_label = self.node, self.label
+        if len(args) != len(body.input):
+            raise self.error(
+                f"{where} declares {counted(len(body.input), 'input')}, but the operator "
+                f"binds {len(args)}"
+            )
+        self.subgraph_nodes += len(body.node)
+        if self.subgraph_nodes > MAX_SUBGRAPH_NODES:
+            raise self.error(
+                f"importing {where} exceeds the budget of {MAX_SUBGRAPH_NODES} subgraph nodes "
+                "per model (every unrolled iteration counts)"
+            )
+        outer = self.values
+        self.values = ChainMap({}, outer)
+        try:
+            for init in body.initializer:
+                self.values[init.name] = tensor_array(init, f"{where}: initializer '{init.name}'")
+            for sinit in body.sparse_initializer:
+                raise self.error(
+                    f"{where}: sparse initializer '{sinit.values.name}' is not supported"
+                )
+            for inp, v in zip(body.input, args, strict=True):
+                self.values[inp.name] = v
+            for i, node in enumerate(body.node):
+                self.node, self.label = node, f"{where}/{node.name or f'#{i}'}"
+                _check_node(self, node)
+                if not self._supported(node) and not self._foldable(node):
+                    key = (
+                        node.op_type
+                        if node.domain in ("", "ai.onnx")
+                        else f"{node.domain}.{node.op_type}"
+                    )
+                    raise FrontendError(
+                        f"unsupported ONNX operators (opset {self.opset}): {key} "
+                        f"(node '{self.label}')"
+                    )
+                self._convert(node)
+            self.node, self.label = outer_node, outer_label
+            outs = []
+            for o in body.output:
+                if o.name not in self.values:
+                    raise self.error(
+                        f"{where}: output '{o.name}' is not produced by any node, initializer "
+                        "or input of the subgraph or its enclosing graphs"
+                    )
+                outs.append(self.values[o.name])
+            return outs
+        finally:
+            self.values = outer
+            self.node, self.label = outer_node, outer_label
+
+    def probe_subgraph(
+        self, body: onnx.GraphProto, args: Sequence[Value], where: str
+    ) -> list[tuple[tuple[int, ...], np.dtype]]:
+        """The shapes and element types of a subgraph's outputs, found by importing it into a
+        scratch block that is then discarded (for a loop that runs no iteration, whose scan
+        outputs are empty tensors of the body's output shapes)."""
+        saved = self.block
+        self.block = Block()
+        try:
+            outs = self.subgraph(body, args, where)
+            return [
+                (tuple(o.shape), o.dtype)
+                if isinstance(o, np.ndarray)
+                else (self.shape_of(o), np.dtype(numpy_dtype(element_type_of(o))))
+                for o in outs
+            ]
+        finally:
+            for op in reversed(list(self.block.ops)):
+                self.block.erase_op(op, safe_erase=False)
+            self.block = saved
+
     # -- driver ---------------------------------------------------------------------------
 
     def run(self) -> ModuleOp:
@@ -341,7 +434,7 @@ class Importer:
         poisoned: set[str] = set()  # outputs of unsupported nodes and of the nodes they feed
         for i, node in enumerate(self.graph.node):
             self.node, self.label = node, node.name or f"#{i}"
-            if any(n in poisoned for n in node.input):
+            if any(n in poisoned for n in [*node.input, *_outer_names(node)]):
                 poisoned.update(node.output)
                 continue
             _check_node(self, node)
@@ -415,11 +508,13 @@ class Importer:
 
     def _foldable(self, node: onnx.NodeProto) -> bool:
         """Whether the node computes from import-time constants only (so onnx's reference
-        evaluator folds it, whatever the operator)."""
+        evaluator folds it, whatever the operator). Not a node with subgraphs: those may read
+        run-time values of the outer scope, which the evaluator of the one node lacks."""
         ins = [n for n in node.input if n]
         return (
             node.domain in ("", "ai.onnx")
             and bool(ins)
+            and not subgraphs(node)
             and all(isinstance(self.values.get(n), np.ndarray) for n in ins)
         )
 
@@ -482,7 +577,13 @@ class Importer:
     def _convert(self, node: onnx.NodeProto) -> None:
         ins = [n for n in node.input if n]
         try:
-            if ins and all(isinstance(self.lookup(n), np.ndarray) for n in ins):
+            # a node with subgraphs (If, Loop, Scan) is always converted: its converter imports
+            # the bodies, whose constant parts fold node by node
+            if (
+                ins
+                and all(isinstance(self.lookup(n), np.ndarray) for n in ins)
+                and not subgraphs(node)
+            ):
                 outs: Sequence[Value] = self._fold(node)
             else:
                 outs = CONVERTERS[node.op_type](self, node)
@@ -532,10 +633,37 @@ def _fold_gather_elements(node: onnx.NodeProto, args: list[np.ndarray]) -> list[
     return [np.take_along_axis(data, idx, axis=axis)]
 
 
+def _fold_squeeze(node: onnx.NodeProto, args: list[np.ndarray]) -> list[np.ndarray]:
+    x = args[0]
+    given = attrs(node).get("axes", args[1] if len(args) > 1 else None)
+    if given is None:
+        return [np.squeeze(x)]
+    axes = sorted({int(a) % max(x.ndim, 1) for a in np.asarray(given).reshape(-1)})
+    if any(x.shape[a] != 1 for a in axes):
+        raise ValueError(f"cannot squeeze axes {axes} of shape {list(x.shape)}")
+    return [np.squeeze(x, axis=tuple(axes))]
+
+
+def _fold_unsqueeze(node: onnx.NodeProto, args: list[np.ndarray]) -> list[np.ndarray]:
+    x = args[0]
+    given = attrs(node).get("axes", args[1] if len(args) > 1 else None)
+    if given is None:
+        raise ValueError("no axes given")
+    rank = x.ndim + len(np.asarray(given).reshape(-1))
+    axes = sorted(int(a) % rank for a in np.asarray(given).reshape(-1))
+    if len(set(axes)) != len(axes):
+        raise ValueError(f"repeated axes {axes}")
+    return [np.expand_dims(x, axis=tuple(axes))]
+
+
 _FOLDERS: dict[str, Callable[[onnx.NodeProto, list[np.ndarray]], list[np.ndarray]]] = {
     # onnx's reference GatherElements (1.23) fails when the indices' shape differs from the
     # data's (it reshapes one gathered element); numpy's take_along_axis is the same operator
     "GatherElements": _fold_gather_elements,
+    # its Squeeze and Unsqueeze of opset 11 (axes as an attribute) run the opset-13 code:
+    # Unsqueeze fails and Squeeze drops every unit axis
+    "Squeeze": _fold_squeeze,
+    "Unsqueeze": _fold_unsqueeze,
 }
 """Import-time folders used instead of onnx's reference evaluator where it is wrong."""
 
@@ -571,6 +699,44 @@ def _inferred_shapes(
     return shapes
 
 
+def subgraphs(node: onnx.NodeProto) -> list[tuple[str, onnx.GraphProto]]:
+    """The node's graph-valued attributes (If's branches, Loop's and Scan's body) by name."""
+    found = []
+    for a in node.attribute:
+        if a.type == onnx.AttributeProto.GRAPH:
+            found.append((a.name, a.g))
+        elif a.type == onnx.AttributeProto.GRAPHS:
+            found.extend((f"{a.name}[{k}]", g_) for k, g_ in enumerate(a.graphs))
+    return found
+
+
+def _outer_names(node: onnx.NodeProto) -> set[str]:
+    """The names the node's subgraphs read from enclosing scopes (outer-scope references)."""
+    found: set[str] = set()
+    for _, sub in subgraphs(node):
+        defined = {i.name for i in sub.input} | {i.name for i in sub.initializer}
+        used: set[str] = set()
+        for n in sub.node:
+            used.update(x for x in [*n.input, *_outer_names(n)] if x and x not in defined)
+            defined.update(n.output)
+        used.update(o.name for o in sub.output if o.name not in defined)
+        found |= used
+    return found
+
+
+def _all_graphs(graph: onnx.GraphProto) -> Iterator[onnx.GraphProto]:
+    """The graph and, recursively, every subgraph of its nodes."""
+    yield graph
+    for node in graph.node:
+        for _, sub in subgraphs(node):
+            yield from _all_graphs(sub)
+
+
+def _all_nodes(graph: onnx.GraphProto) -> Iterator[onnx.NodeProto]:
+    for gr in _all_graphs(graph):
+        yield from gr.node
+
+
 def _check_names(graph: onnx.GraphProto) -> None:
     """Every name must be text: protobuf hands out names that are not valid UTF-8 as bytes."""
 
@@ -594,6 +760,8 @@ def _check_names(graph: onnx.GraphProto) -> None:
             check(name, f"{node.op_type} node '{label}': the value name")
         for a in node.attribute:
             check(a.name, f"{node.op_type} node '{label}': the attribute name")
+        for _, sub in subgraphs(node):
+            _check_names(sub)
 
 
 def _schema(op_type: str, opset: int) -> onnx.defs.OpSchema | None:

@@ -433,6 +433,10 @@ class Emitter:
             return x
         if len(shape) < len(old) and (g := reassociation(shape, old)) is not None:
             return self._reshape_op(x, shape, g, expand=False)
+        if not old:
+            # xDSL's tensor.expand_shape verifier rejects the empty reassociation of a rank-0
+            # source (MLIR accepts it): broadcast the one element instead
+            return self.map_elementwise([x], shape, lambda b, a: a[0], [[]])
         if len(shape) > len(old) and (g := reassociation(old, shape)) is not None:
             return self._reshape_op(x, shape, g, expand=True)
         n = prod(old)

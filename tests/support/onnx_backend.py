@@ -54,6 +54,11 @@ CONST_SLOTS: dict[str, tuple[int, ...]] = {
     "CenterCropPad": (1,),
     "Compress": (1,),
     "AffineGrid": (1,),
+    "DFT": (1, 2),
+    "STFT": (1, 3),
+    "HannWindow": (0,),
+    "HammingWindow": (0,),
+    "BlackmanWindow": (0,),
     "Loop": (0, 1),
 }
 
@@ -266,6 +271,16 @@ FAMILIES: Sequence[str] = (
     r"test_rotary_embedding",
     r"test_nllloss_",
     r"test_sce_",
+    r"test_if_",
+    r"test_loop",
+    r"test_scan",
+    r"test_range_",
+    r"test_(simple_rnn|rnn_seq_length|gru|lstm)_",
+    r"test_gridsample",
+    r"test_affine_grid_(2d|3d)(_align_corners)?(_cpu)?$",
+    r"test_dft",
+    r"test_stft",
+    r"test_(hann|hamming|blackman)window(_symmetric)?(_cpu)?$",
     r"test_convtranspose",
     r"test_lppool_",
     r"test_reduce_prod_",
@@ -308,6 +323,12 @@ EXCLUDED: dict[str, str] = {
     "(inference only)",
     r"test_training_dropout(?!_zero_ratio)": "Dropout training_mode=1 with a nonzero ratio "
     "(random mask) unsupported (inference only)",
+    r"test_scan_sum": "Scan-8: onnx's version converter, upgrading it to opset 13, drops the "
+    "batch axis from the model's own inputs and outputs, so the test data no longer fits",
+    r"test_range_\w*_expanded": "the expanded Range computes its Loop's trip count from graph "
+    "inputs at run time (a data-dependent output shape)",
+    r"test_dft_inverse": "the expected output comes from numpy's float32 FFT: where the exact "
+    "result is 0 it holds 1.9e-7 of rounding noise, over the 1e-7 tolerance (ours is ~1e-16)",
     r"test_center_crop_pad_\w*_expanded": "the expanded body computes Pad's pads from the "
     "target shape at run time (Max, Sub): a data-dependent output shape",
 }

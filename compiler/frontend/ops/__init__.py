@@ -5,6 +5,7 @@ from compiler.frontend.ops import (
     attention,
     cast,
     constants,
+    control_flow,
     conv_pool,
     data_movement,
     elementwise,
@@ -13,15 +14,19 @@ from compiler.frontend.ops import (
     normalization,
     ordering,
     quantization,
+    recurrent,
     reductions,
     resize,
+    sampling,
     scatter_gather,
+    spectral,
 )
 
 __all__ = [
     "attention",
     "cast",
     "constants",
+    "control_flow",
     "conv_pool",
     "data_movement",
     "elementwise",
@@ -30,7 +35,10 @@ __all__ = [
     "normalization",
     "ordering",
     "quantization",
+    "recurrent",
     "reductions",
     "resize",
+    "sampling",
     "scatter_gather",
+    "spectral",
 ]

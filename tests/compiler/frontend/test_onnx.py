@@ -612,6 +612,20 @@ def test_zero_size_tensors_are_import_time_constants():
     np.testing.assert_array_equal(out["y"], np.maximum(w, 0))
 
 
+def test_reshape_of_a_scalar_to_higher_rank_runs():
+    """[] -> [1, 1] (xDSL's expand_shape rejects a rank-0 source; the lowering broadcasts)."""
+    from compiler.model import compile_model
+
+    m = model(
+        [node("Reshape", ["x", "s"], ["r"]), node("Relu", ["r"])],
+        {"x": []},
+        inits={"s": np.array([1, 1])},
+    )
+    for v in (-2.5, 3.5):
+        (y,) = compile_model(m).run({"x": np.asarray(v, np.float32)}).values()
+        np.testing.assert_array_equal(y, np.full((1, 1), max(v, 0.0), np.float32))
+
+
 def test_constant_outputs_are_float32():
     # a bool (or int) constant output used to keep its type, so the float32 output buffer the
     # caller allocates was too small and the compiled code wrote past its end
