@@ -366,11 +366,7 @@ class Importer:
                 self.node, self.label = node, f"{where}/{node.name or f'#{i}'}"
                 _check_node(self, node)
                 if not self._supported(node) and not self._foldable(node):
-                    key = (
-                        node.op_type
-                        if node.domain in ("", "ai.onnx")
-                        else f"{node.domain}.{node.op_type}"
-                    )
+                    key = _op_key(node)
                     raise FrontendError(
                         f"unsupported ONNX operators (opset {self.opset}): {key} "
                         f"(node '{self.label}')"
@@ -439,11 +435,7 @@ class Importer:
                 continue
             _check_node(self, node)
             if not self._supported(node) and not self._foldable(node):
-                key = (
-                    node.op_type
-                    if node.domain in ("", "ai.onnx")
-                    else f"{node.domain}.{node.op_type}"
-                )
+                key = _op_key(node)
                 unsupported.setdefault(key, []).append(self.label)
                 poisoned.update(node.output)
                 continue
@@ -735,6 +727,11 @@ def _all_graphs(graph: onnx.GraphProto) -> Iterator[onnx.GraphProto]:
 def _all_nodes(graph: onnx.GraphProto) -> Iterator[onnx.NodeProto]:
     for gr in _all_graphs(graph):
         yield from gr.node
+
+
+def _op_key(node: onnx.NodeProto) -> str:
+    """The operator's name in error messages: its type, prefixed by a non-default domain."""
+    return node.op_type if node.domain in ("", "ai.onnx") else f"{node.domain}.{node.op_type}"
 
 
 def _check_names(graph: onnx.GraphProto) -> None:
