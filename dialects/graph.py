@@ -795,38 +795,83 @@ class GreaterEqualOp(CompareOp):
 
 @irdl_op_definition
 class AndOp(BinaryOp):
-    """Logical and of bool tensors."""
+    """Logical and of bool tensors, bitwise and of integers."""
 
     name = "graph.and"
-    ELEMENTS: ClassVar[tuple[Attribute, ...]] = BOOL
+    ELEMENTS: ClassVar[tuple[Attribute, ...]] = BOOL + INTEGER
     traits = traits_def(Pure(), FusionPattern(PatternKind.BROADCAST))
 
 
 @irdl_op_definition
 class OrOp(BinaryOp):
-    """Logical or of bool tensors."""
+    """Logical or of bool tensors, bitwise or of integers."""
 
     name = "graph.or"
-    ELEMENTS: ClassVar[tuple[Attribute, ...]] = BOOL
+    ELEMENTS: ClassVar[tuple[Attribute, ...]] = BOOL + INTEGER
     traits = traits_def(Pure(), FusionPattern(PatternKind.BROADCAST))
 
 
 @irdl_op_definition
 class XorOp(BinaryOp):
-    """Logical exclusive or of bool tensors."""
+    """Logical exclusive or of bool tensors, bitwise of integers."""
 
     name = "graph.xor"
-    ELEMENTS: ClassVar[tuple[Attribute, ...]] = BOOL
+    ELEMENTS: ClassVar[tuple[Attribute, ...]] = BOOL + INTEGER
     traits = traits_def(Pure(), FusionPattern(PatternKind.BROADCAST))
 
 
 @irdl_op_definition
 class NotOp(UnaryOp):
-    """Logical not of a bool tensor."""
+    """Logical not of a bool tensor, bitwise not (every bit flipped) of integers."""
 
     name = "graph.not"
-    ELEMENTS: ClassVar[tuple[Attribute, ...]] = BOOL
+    ELEMENTS: ClassVar[tuple[Attribute, ...]] = BOOL + INTEGER
     traits = traits_def(Pure(), FusionPattern(PatternKind.ELEMENTWISE))
+
+
+@irdl_op_definition
+class ShiftLeftOp(BinaryOp):
+    """lhs << rhs of integers; a shift amount outside [0, bit width) is undefined (LLVM's
+    poison): the frontend clamps it."""
+
+    name = "graph.shift_left"
+    ELEMENTS: ClassVar[tuple[Attribute, ...]] = INTEGER
+    traits = traits_def(Pure(), FusionPattern(PatternKind.BROADCAST))
+
+
+@irdl_op_definition
+class ShiftRightOp(BinaryOp):
+    """lhs >> rhs of integers, arithmetic (sign-extending); a shift amount outside [0, bit
+    width) is undefined: the frontend clamps it."""
+
+    name = "graph.shift_right"
+    ELEMENTS: ClassVar[tuple[Attribute, ...]] = INTEGER
+    traits = traits_def(Pure(), FusionPattern(PatternKind.BROADCAST))
+
+
+@irdl_op_definition
+class BitcastOp(GraphOp):
+    """The same bits read as another element type of the same width (f32 <-> i32)."""
+
+    name = "graph.bitcast"
+    x = operand_def(AnyTensor)
+    result = result_def(AnyTensor)
+    to = prop_def(StringAttr, default_value=StringAttr("i32"))
+    traits = traits_def(Pure(), FusionPattern(PatternKind.ELEMENTWISE))
+
+    assembly_format = "$x attr-dict `:` functional-type(operands, results)"
+
+    @classmethod
+    def infer_shape(cls, shapes: list[Any], p: dict[str, Any]) -> Shape:
+        return shapes[0]
+
+    @classmethod
+    def infer_element_type(cls, elements: list[Any], p: dict[str, Any]) -> Attribute:
+        (source,) = elements
+        target = ELEMENT_NAMES.get(p["to"])
+        if target is None or {source, target} != {f32, i32}:
+            raise ShapeError(f'cannot bitcast {source} to "{p["to"]}"; supported: f32 <-> i32')
+        return target
 
 
 @irdl_op_definition
@@ -1417,6 +1462,7 @@ class YieldOp(IRDLOperation):
 GRAPH_OPS: list[type[Operation]] = [
     ConstantOp, AddOp, SubOp, MulOp, DivOp, PowOp, MaxOp, MinOp,
     EqualOp, LessOp, LessEqualOp, GreaterOp, GreaterEqualOp, AndOp, OrOp, XorOp, NotOp,
+    ShiftLeftOp, ShiftRightOp, BitcastOp,
     WhereOp, ExpandOp,
     FloorOp, CeilOp, RoundOp, SinOp, CosOp,
     SqrtOp, ExpOp, LogOp, NegOp, AbsOp, ReciprocalOp, ReluOp, SigmoidOp, TanhOp, ErfOp,

@@ -160,6 +160,8 @@ _BINARY: dict[str, Callable[[Body, SSAValue, SSAValue], SSAValue]] = {
     "graph.and": lambda b, x, y: b.op(arith.AndIOp(x, y)),
     "graph.or": lambda b, x, y: b.op(arith.OrIOp(x, y)),
     "graph.xor": lambda b, x, y: b.op(arith.XOrIOp(x, y)),
+    "graph.shift_left": lambda b, x, y: b.op(arith.ShLIOp(x, y)),
+    "graph.shift_right": lambda b, x, y: b.op(arith.ShRSIOp(x, y)),
 }
 
 _SQRT1_2 = 1.0 / sqrt(2.0)
@@ -181,7 +183,7 @@ def _unary_body(op: Operation) -> Callable[[Body, SSAValue], SSAValue]:
     if n == "graph.neg":
         return Body.neg
     if n == "graph.not":
-        return lambda b, x: b.op(arith.XOrIOp(x, b.const(1, x)))
+        return lambda b, x: b.op(arith.XOrIOp(x, b.const(-1, x)))  # all ones (bool: 1)
     if n == "graph.abs":
         return lambda b, x: b.op(xmath.AbsFOp(x)) if is_float(x.type) else b.max(x, b.neg(x))
     if n == "graph.reciprocal":
@@ -266,7 +268,7 @@ _UNARY = (
 class ElementwiseLowering(_GraphLowering):
     """One parallel generic per op; broadcasting lives in the input maps."""
 
-    ops = (*_BINARY, *_UNARY, "graph.where", "graph.expand", "graph.cast")
+    ops = (*_BINARY, *_UNARY, "graph.where", "graph.expand", "graph.cast", "graph.bitcast")
 
     def lower(self, op: Operation, em: Emitter) -> Sequence[SSAValue]:
         out = _out_shape(op)
@@ -283,6 +285,12 @@ class ElementwiseLowering(_GraphLowering):
             if ins[0].type == op.results[0].type:
                 return [ins[0]]
             return [em.map_elementwise(ins, out, lambda b, a: b.convert(a[0], elem), elem=elem)]
+        if op.name == "graph.bitcast":
+            return [
+                em.map_elementwise(
+                    ins, out, lambda b, a: b.op(arith.BitcastOp(a[0], elem)), elem=elem
+                )
+            ]
         fn1 = _unary_body(op)
         return [em.map_elementwise(ins, out, lambda b, a: fn1(b, a[0]), elem=elem)]
 

@@ -43,6 +43,7 @@ SCALAR_ONLY_OPS = (
     arith.TruncIOp,
     arith.ExtFOp,
     arith.TruncFOp,
+    arith.BitcastOp,
 )
 """Body ops xDSL (0.74) builds on scalars only."""
 

@@ -54,6 +54,12 @@ def prop(op: Operation, name: str) -> Any:
     return None if a is None else attribute_value(a)
 
 
+def _result_dtype(op: Operation) -> np.dtype:
+    t = op.results[0].type
+    assert isinstance(t, TensorType)
+    return numpy_dtype(t.get_element_type())
+
+
 def result_shape(op: Operation, i: int = 0) -> tuple[int, ...]:
     t = op.results[i].type
     assert isinstance(t, TensorType)
@@ -200,6 +206,9 @@ NUMPY_SEMANTICS: dict[type[Operation], Semantics] = {
     g.OrOp: lambda a, op: a[0] | a[1],
     g.XorOp: lambda a, op: a[0] ^ a[1],
     g.NotOp: lambda a, op: ~a[0],
+    g.ShiftLeftOp: lambda a, op: np.left_shift(a[0], a[1]),
+    g.ShiftRightOp: lambda a, op: np.right_shift(a[0], a[1]),
+    g.BitcastOp: lambda a, op: a[0].view(_result_dtype(op)),
     g.WhereOp: lambda a, op: np.where(a[0], a[1], a[2]),
     g.ExpandOp: lambda a, op: np.broadcast_to(a[0], result_shape(op)),
     g.IdentityOp: lambda a, op: a[0],

@@ -57,7 +57,7 @@ def shape_of(op) -> tuple[int, ...]:
 
 def test_every_op_has_pattern_kind_and_is_registered():
     names = {op.name for op in g.Graph.operations}
-    assert len(names) == len(g.GRAPH_OPS) == 70
+    assert len(names) == len(g.GRAPH_OPS) == 73
     for op in g.GRAPH_OPS:
         assert isinstance(g.pattern_kind(op), g.PatternKind), op.name
     assert g.pattern_kind(g.ConvOp) is g.PatternKind.OUT_FUSABLE
@@ -271,13 +271,15 @@ def _one_of_each() -> ModuleOp:
         TensorType(f32, [2]),
     )
     m_t, r_t = TensorType(f32, [4, 4]), TensorType(f32, [4])
-    b_t = TensorType(i1, [4])
-    block = Block(arg_types=[x_t, w_t, v_t, m_t, r_t, b_t])
-    x, w, v, m, r, bools = block.args
+    b_t, n_t = TensorType(i1, [4]), TensorType(i32, [4])
+    block = Block(arg_types=[x_t, w_t, v_t, m_t, r_t, b_t, n_t])
+    x, w, v, m, r, bools, ints = block.args
 
     def on(cls: type) -> tuple[SSAValue, SSAValue]:
         """An operand pair of element types the op accepts."""
-        return (bools, bools) if f32 not in cls.ELEMENTS else (x, r)
+        if f32 in cls.ELEMENTS:
+            return (x, r)
+        return (bools, bools) if i1 in cls.ELEMENTS else (ints, ints)
 
     plain = [
         o
@@ -293,6 +295,7 @@ def _one_of_each() -> ModuleOp:
         *(cls(on(cls)[0]) for cls in plain),
         g.CastOp(x),
         g.CastOp(x, to="i1"),
+        g.BitcastOp(x, to="i32"),
         g.ShapeOp(x),
         *(cls(*on(cls)) for cls in binary),
         g.WhereOp(bools, x, r),

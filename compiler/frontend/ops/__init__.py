@@ -3,6 +3,7 @@ all in `compiler.frontend.importer.CONVERTERS`."""
 
 from compiler.frontend.ops import (
     attention,
+    bitwise,
     cast,
     constants,
     control_flow,
@@ -11,6 +12,7 @@ from compiler.frontend.ops import (
     elementwise,
     losses,
     matmul,
+    misc,
     normalization,
     ordering,
     quantization,
@@ -24,6 +26,7 @@ from compiler.frontend.ops import (
 
 __all__ = [
     "attention",
+    "bitwise",
     "cast",
     "constants",
     "control_flow",
@@ -32,6 +35,7 @@ __all__ = [
     "elementwise",
     "losses",
     "matmul",
+    "misc",
     "normalization",
     "ordering",
     "quantization",

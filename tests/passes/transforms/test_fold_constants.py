@@ -55,6 +55,18 @@ CASES: dict[str, Case] = {
     "or": lambda b: b.insert(g.OrOp(c(b, rand(2, 3) > 0), c(b, rand(3) > 0))),
     "xor": lambda b: b.insert(g.XorOp(c(b, rand(2, 3) > 0), c(b, rand(3) > 0))),
     "not": lambda b: b.insert(g.NotOp(c(b, rand(2, 3) > 0))),
+    "shift_left": lambda b: b.insert(
+        g.ShiftLeftOp(
+            c(b, np.arange(-4, 4, dtype=np.int32)), c(b, np.int32([0, 1, 2, 3, 30, 31, 5, 1]))
+        )
+    ),
+    "shift_right": lambda b: b.insert(
+        g.ShiftRightOp(
+            c(b, np.arange(-4, 4, dtype=np.int64) * 1000),
+            c(b, np.int64([0, 1, 2, 3, 63, 62, 5, 1])),
+        )
+    ),
+    "bitcast": lambda b: b.insert(g.BitcastOp(c(b, rand(2, 3)), to="i32")),
     "where": lambda b: b.insert(g.WhereOp(c(b, rand(2, 3) > 0), c(b, rand(3)), c(b, rand(2, 1)))),
     "min": bin_(g.MinOp),
     "floor": un(g.FloorOp),
