@@ -345,6 +345,29 @@ EXCLUDED: dict[str, str] = {
     "inputs at run time (a data-dependent output shape)",
     r"test_dft_inverse": "the expected output comes from numpy's float32 FFT: where the exact "
     "result is 0 it holds 1.9e-7 of rounding noise, over the 1e-7 tolerance (ours is ~1e-16)",
+    # -- output shapes computed from run-time values (every shape is static at import)
+    r"test_nonmaxsuppression_": "NonMaxSuppression's output length depends on the boxes' values",
+    r"test_unique_": "Unique's output length depends on the values",
+    r"test_nonzero_": "NonZero's output length depends on the values",
+    r"test_(hann|hamming|blackman)window\w*_expanded": "the expanded body's Range takes its "
+    "length from a run-time input",
+    r"test_affine_grid_\w*_expanded": "the expanded body builds its grid from the size input "
+    "at run time (Expand, ConstantOfShape of run-time shapes)",
+    # -- training-only and random operators, optional types, other domains
+    r"test_(momentum|nesterov_momentum|adagrad|adam)": "training-only (ai.onnx.preview.training "
+    "optimizers)",
+    r"test_(bernoulli|randomuniformlike)": "random outputs (no reference value to match)",
+    r"test_optional_": "optional types are not supported (tensors only)",
+    r"test_ai_onnx_ml_": "the ai.onnx.ml domain (classical ML operators) is not supported",
+    r"test_flexattention(?!\w*_expanded)": "ai.onnx.preview's FlexAttention (a preview domain) "
+    "is not supported (its expanded bodies run)",
+    r"test_flexattention_causal_mask_expanded": "open bug: convert-linalg-to-loops rejects a "
+    "where's bool condition in this body",
+    # -- not implemented yet
+    r"test_(basic_)?deform_conv": "DeformConv is not implemented yet",
+    r"test_roialign_": "RoiAlign is not implemented yet",
+    r"test_tfidfvectorizer_": "TfIdfVectorizer (n-gram counting of text pipelines) is not "
+    "implemented yet",
     r"test_center_crop_pad_\w*_expanded": "the expanded body computes Pad's pads from the "
     "target shape at run time (Max, Sub): a data-dependent output shape",
 }
