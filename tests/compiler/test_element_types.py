@@ -214,3 +214,22 @@ def test_an_unsupported_operator_on_computed_values_names_node_operator_and_opse
     with pytest.raises(FrontendError) as e:
         import_onnx(model)
     assert str(e.value) == "unsupported ONNX operators (opset 17): Hardmax (node 'hm')"
+
+
+def test_a_bool_masked_where_after_a_matmul_is_not_fused_into_its_vector_tile():
+    """An attention-mask pattern: the Where reads a bool buffer, so it cannot run on the matmul's
+    vector registers (LLVM's i1 vectors are bits, a bool buffer holds bytes); it used to be
+    fused anyway and the select got a vector condition."""
+    w = rng.standard_normal((16, 32)).astype(np.float32)
+    m = make(
+        [
+            helper.make_node("MatMul", ["x", "w"], ["mm"]),
+            helper.make_node("Where", ["mask", "mm", "neg"], ["y"]),
+        ],
+        [("x", F, [8, 16]), ("mask", B, [8, 32])],
+        [("y", F, [8, 32])],
+        [("w", w), ("neg", np.float32(-1e9))],
+    )
+    check(
+        m, {"x": rng.standard_normal((8, 16)).astype(np.float32), "mask": rng.random((8, 32)) < 0.5}
+    )

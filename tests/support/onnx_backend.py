@@ -361,8 +361,6 @@ EXCLUDED: dict[str, str] = {
     r"test_ai_onnx_ml_": "the ai.onnx.ml domain (classical ML operators) is not supported",
     r"test_flexattention(?!\w*_expanded)": "ai.onnx.preview's FlexAttention (a preview domain) "
     "is not supported (its expanded bodies run)",
-    r"test_flexattention_causal_mask_expanded": "open bug: convert-linalg-to-loops rejects a "
-    "where's bool condition in this body",
     # -- not implemented yet
     r"test_(basic_)?deform_conv": "DeformConv is not implemented yet",
     r"test_roialign_": "RoiAlign is not implemented yet",

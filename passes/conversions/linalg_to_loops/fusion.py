@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xdsl.dialects import arith, func, memref
-from xdsl.dialects.builtin import DenseArrayBase, MemRefType
+from xdsl.dialects.builtin import DenseArrayBase, IntegerType, MemRefType
 from xdsl.dialects.linalg import ops as linalg
 from xdsl.dialects.linalg.attrs import IteratorType
 from xdsl.ir import Block, SSAValue
@@ -46,6 +46,8 @@ def body_vectorizable(block: Block) -> bool:
     """Elementwise arith/math only, no comparison or conversion of lane values (see
     vectorizable_along): a fused
     stage runs on the kernel's vector registers, so it must vectorize as the kernel does."""
+    if any(isinstance(a.type, IntegerType) and a.type.width.data == 1 for a in block.args):
+        return False  # bool buffers hold bytes, LLVM's i1 vectors are bits (as vectorizable_along)
     varying = set(block.args)
     for op in block.ops:
         if isinstance(op, linalg.YieldOp):
