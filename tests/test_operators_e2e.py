@@ -10,6 +10,7 @@ count_include_pad, transposes, negative axes, negative slice steps and indices, 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -341,23 +342,53 @@ def test_operator(name: str) -> None:
     check(*single_node_model(CASES[name]))
 
 
-NODE_TESTED = {
-    *"Equal Less LessOrEqual Greater GreaterOrEqual And Or Xor Not Where Expand Max Min".split(),
-    *"Sign IsNaN Floor Ceil Round Sin Cos Sinh Cosh Softplus Mish Elu Selu Celu".split(),
-    *"ThresholdedRelu PRelu CastLike ReduceMin ReduceL1 ReduceL2 ReduceSumSquare".split(),
-    *"ReduceLogSum ReduceLogSumExp InstanceNormalization DepthToSpace SpaceToDepth".split(),
-    *"Tile Trilu Size".split(),
+UNIT_TESTED = {
+    # no ONNX node test of these has only float32/int32/int64/bool tensors
+    **dict.fromkeys(
+        "QuantizeLinear DequantizeLinear DynamicQuantizeLinear MatMulInteger ConvInteger "
+        "QLinearMatMul QLinearConv".split(),
+        "tests/compiler/test_quantized_models.py",
+    ),
+    "Einsum": "tests/compiler/frontend/test_ops_math.py",
 }
+"""Operators whose numeric tests live elsewhere, with where."""
+
+
+def _node_tested_operators() -> set[str]:
+    """The operators of the ONNX node tests that tests/test_onnx_backend.py runs (in its
+    families, not excluded, in scope): each checked there for exact types and values."""
+    import re
+    import warnings
+
+    from onnx.backend.test.loader import load_model_tests
+
+    from tests.support.onnx_backend import EXCLUDED, FAMILIES, in_scope
+
+    families = [re.compile(p) for p in FAMILIES]
+    excluded = [re.compile(p) for p in EXCLUDED]
+    ops: set[str] = set()
+    with warnings.catch_warnings():  # the loader's data generators warn about overflowing casts
+        warnings.simplefilter("ignore", RuntimeWarning)
+        cases = load_model_tests(kind="node")
+    for case in cases:
+        name = f"{case.name}_cpu"
+        if (
+            case.model is not None
+            and any(p.search(name) for p in families)
+            and not any(p.search(name) for p in excluded)
+            and in_scope(case.model)
+        ):
+            ops |= {n.op_type for n in case.model.graph.node}
+    return ops
 
 
 def test_every_supported_operator_has_a_case() -> None:
     from compiler.frontend.onnx import CONVERTERS
 
-    covered = {c.op for c in CASES.values()} | {"Constant", "ConstantOfShape", "Shape"}
-    # the operators added for issue 11 are covered by their ONNX node tests (exact types and
-    # values, tests/test_onnx_backend.py) and tests/compiler/test_element_types.py
-    covered |= NODE_TESTED
+    covered = {c.op for c in CASES.values()} | _node_tested_operators() | set(UNIT_TESTED)
     assert set(CONVERTERS) <= covered, sorted(set(CONVERTERS) - covered)
+    for path in set(UNIT_TESTED.values()):
+        assert (Path(__file__).parent.parent / path).is_file(), path
 
 
 def test_constant_shape_constant_of_shape() -> None:

@@ -155,9 +155,8 @@ def test_truncated_onnx_file(capsys: pytest.CaptureFixture[str], cnn: Path, tmp_
 @pytest.fixture(scope="module")
 def unsupported(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A valid model with two operators ziggurat does not support."""
-    k = helper.make_tensor("k", TensorProto.INT64, [1], [3])
     nodes = [
-        helper.make_node("TopK", ["x", "k"], ["v", "i"], name="my_topk"),
+        helper.make_node("Unique", ["x"], ["v"], name="my_unique"),
         helper.make_node("NonMaxSuppression", ["boxes", "scores"], ["sel"], name="my_nms"),
     ]
     g = helper.make_graph(
@@ -169,10 +168,9 @@ def unsupported(tmp_path_factory: pytest.TempPathFactory) -> Path:
             helper.make_tensor_value_info("scores", TensorProto.FLOAT, [1, 1, 4]),
         ],
         [
-            helper.make_tensor_value_info("v", TensorProto.FLOAT, [1, 3]),
+            helper.make_tensor_value_info("v", TensorProto.FLOAT, [None]),
             helper.make_tensor_value_info("sel", TensorProto.INT64, [None, 3]),
         ],
-        [k],
     )
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
     m.ir_version = 9
@@ -188,7 +186,7 @@ def test_unsupported_operators_listed_together(unsupported: Path) -> None:
     assert "Traceback" not in r.stderr
     assert r.stderr == (
         "ziggurat: error: unsupported ONNX operators (opset 17): "
-        "NonMaxSuppression (node 'my_nms'), TopK (node 'my_topk')\n"
+        "NonMaxSuppression (node 'my_nms'), Unique (node 'my_unique')\n"
     )
 
 
