@@ -9,23 +9,16 @@ from __future__ import annotations
 
 import numpy as np
 import onnx
-import onnxruntime as ort
 import pytest
 
 from compiler import zoo
 from compiler.model import compile_model
 from tests.support import light_models
+from tests.support.references import onnxruntime_run as _reference
 
 pytestmark = pytest.mark.skipif(
     len(light_models.NAMES) != 9, reason=f"onnx ships no light models in {light_models.LIGHT_DIR}"
 )
-
-
-def _reference(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
-    opts = ort.SessionOptions()
-    opts.intra_op_num_threads = 1
-    sess = ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
-    return sess.run(None, feeds)
 
 
 def _assert_matches(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> None:

@@ -18,13 +18,13 @@ import os
 
 import numpy as np
 import onnx
-import onnxruntime as ort
 import pytest
 
 from compiler.errors import ZigguratError
 from compiler.frontend.errors import FrontendError
 from compiler.model import compile_model
 from tests.support import model_zoo
+from tests.support.references import onnxruntime_run as _reference
 
 NAMES = model_zoo.names()
 
@@ -60,13 +60,6 @@ def _case(name: str):
         strict=True, raises=(FrontendError, ZigguratError), reason=EXPECTED_FAILURES[name]
     )
     return pytest.param(name, marks=mark)
-
-
-def _reference(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
-    opts = ort.SessionOptions()
-    opts.intra_op_num_threads = 1
-    sess = ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
-    return sess.run(None, feeds)
 
 
 def test_the_zoo_is_complete_and_small():

@@ -70,6 +70,11 @@ each unrolled iteration again: unrolling is static specialization, and this boun
 can produce."""
 
 
+MAX_COMPOSED_ELEMENTS = 2**26
+"""The most elements of an intermediate that a composed operator builds beyond its own inputs
+and outputs (TopK's and CumSum's n x n comparisons per slice, a scatter's positions x updates
+match, MaxUnpool's and Col2Im's maps): it grows quadratically, so a larger one is refused rather
+than exhausting memory."""
 Value = SSAValue | np.ndarray
 
 
@@ -296,8 +301,17 @@ class Importer:
     def scalar(self, v: float, like: SSAValue | None = None) -> SSAValue:
         """A scalar constant (broadcasts against any tensor): float32, or of `like`'s element
         type."""
-        dtype = np.float32 if like is None else numpy_dtype(element_type_of(like))
-        return self.emit(g.ConstantOp(np.asarray(v, dtype=dtype))).results[0]
+        return self.constant(np.float32(v) if like is None else v, like)
+
+    def constant(
+        self, a: np.ndarray | np.generic | float, like: SSAValue | None = None
+    ) -> SSAValue:
+        """A graph.constant of `a` (a static mask, index array or weight), as `like`'s element
+        type if given."""
+        arr = np.asarray(a)
+        if like is not None:
+            arr = arr.astype(numpy_dtype(element_type_of(like)))
+        return self.emit(g.ConstantOp(arr)).results[0]
 
     def op(self, op: Operation) -> SSAValue:
         """Emit a single-result op; its result."""

@@ -16,6 +16,7 @@ from dataclasses import replace
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import IntegerType
 from xdsl.dialects.linalg import ops as linalg
+from xdsl.ir import Block
 
 from dialects.sched import Schedule
 from passes.analysis.kernel_access import KernelInfo
@@ -48,32 +49,37 @@ SCALAR_ONLY_OPS = (
 """Body ops xDSL (0.74) builds on scalars only."""
 
 
-def vectorizable_along(info: KernelInfo, d: int) -> bool:
-    """Whether the body can run with loop d as vector lanes (elementwise ops only)."""
-    if info.iterators[d] != "parallel":
-        return False
-    block = info.op.body.block
+def body_vectorizes(block: Block, lane_dim: int | None = None) -> bool:
+    """Whether a linalg body can run on vector lanes: elementwise arith/math only, no bool
+    operands, no comparison or conversion of lane values, and no linalg.index of the lane loop
+    `lane_dim` (with None, of any loop: a fused stage has no loops of its own)."""
     # a vector of i1 is bit-packed in LLVM, a bool buffer holds one byte per element: bool
     # operands keep the kernel scalar
     if any(isinstance(a.type, IntegerType) and a.type.width.data == 1 for a in block.args):
         return False
     varying = set(block.args)  # values that differ between lanes
     for op in block.ops:
-        if isinstance(op, linalg.IndexOp) and op.dim.value.data == d:
-            return False
-        if isinstance(op, linalg.YieldOp | linalg.IndexOp):
+        if isinstance(op, linalg.IndexOp):
+            if lane_dim is None or op.dim.value.data == lane_dim:
+                return False
+            continue
+        if isinstance(op, linalg.YieldOp):
             continue
         if op.dialect_name() not in ("arith", "math") or isinstance(op, arith.IndexCastOp):
             return False
-        lane_dependent = any(x in varying for x in op.operands)
         # xDSL 0.74's arith.cmpf/cmpi type a vector comparison as a scalar i1 (and llvm.fcmp
         # takes no vectors), and its conversions (sitofp, extsi, ...) take scalars only, so a
         # comparison or conversion of lane values keeps the kernel scalar
-        if lane_dependent and isinstance(op, SCALAR_ONLY_OPS):
-            return False
-        if lane_dependent:
+        if any(x in varying for x in op.operands):
+            if isinstance(op, SCALAR_ONLY_OPS):
+                return False
             varying.update(op.results)
     return True
+
+
+def vectorizable_along(info: KernelInfo, d: int) -> bool:
+    """Whether the kernel can run with loop d as vector lanes."""
+    return info.iterators[d] == "parallel" and body_vectorizes(info.op.body.block, d)
 
 
 # -- register tile ----------------------------------------------------------------------------

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import numpy as np
 import onnx
-import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
@@ -15,6 +14,7 @@ from compiler.frontend.errors import FrontendError
 from compiler.frontend.onnx import import_onnx
 from compiler.model import compile_model, lower
 from compiler.pass_runner import make_context
+from tests.support.references import onnxruntime_run as reference
 
 F, I64, I32, B = TensorProto.FLOAT, TensorProto.INT64, TensorProto.INT32, TensorProto.BOOL
 
@@ -30,13 +30,6 @@ def make(nodes, inputs, outputs, inits=(), opset=17) -> onnx.ModelProto:
     m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
     onnx.checker.check_model(m, full_check=True)
     return m
-
-
-def reference(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
-    opts = ort.SessionOptions()
-    opts.intra_op_num_threads = 1
-    sess = ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
-    return sess.run(None, feeds)
 
 
 def check(model: onnx.ModelProto, feeds: dict[str, np.ndarray], rtol: float = 1e-5) -> None:

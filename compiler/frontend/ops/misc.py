@@ -1,8 +1,8 @@
-"""Converters of assorted operators (CumProd, SwiGLU, MelWeightMatrix, MaxUnpool, Col2Im,
-TensorScatter, Det), each composed of existing graph ops.
+"""Converters of assorted operators (SwiGLU, MelWeightMatrix, MaxUnpool, Col2Im, TensorScatter,
+Det), each composed of existing graph ops.
 
 Every shape is static, so the index structure of each operator is a numpy constant built at
-import time: a triangular mask (CumProd), a static 0/1 block-to-image matrix (Col2Im), the
+import time: a static 0/1 block-to-image matrix (Col2Im), the
 permutations of the Leibniz expansion (Det); the run-time indices of MaxUnpool and
 TensorScatter become flat positions fed to a Gather (a scatter written as a gather)."""
 
@@ -13,10 +13,11 @@ import math
 
 import numpy as np
 import onnx
-from xdsl.dialects.builtin import f32, i32, i64
+from xdsl.dialects.builtin import f32, i64
 from xdsl.ir import SSAValue
 
 from compiler.frontend.importer import (
+    MAX_COMPOSED_ELEMENTS,
     Importer,
     Value,
     attrs,
@@ -27,24 +28,15 @@ from compiler.frontend.importer import (
 from dialects import graph as g
 from dialects import graph_shapes as S
 
-MAX_PAIRWISE_ELEMENTS = 2**26
-"""The most elements of a quadratic intermediate (CumProd's n x n mask per slice, MaxUnpool's
-input x output match per slice, Col2Im's block-to-image matrix): a larger one is refused
-rather than exhausting memory."""
-
 MAX_DET_SIZE = 4
 """The largest matrix Det expands: the Leibniz expansion has n! terms."""
 
 
-def _const(imp: Importer, a: np.ndarray | np.generic) -> SSAValue:
-    return imp.op(g.ConstantOp(np.asarray(a)))
-
-
 def _check_size(imp: Importer, total: int, what: str) -> None:
-    if total > MAX_PAIRWISE_ELEMENTS:
+    if total > MAX_COMPOSED_ELEMENTS:
         raise imp.error(
             f"{what} needs an intermediate of {total} elements, over the limit of "
-            f"{MAX_PAIRWISE_ELEMENTS}"
+            f"{MAX_COMPOSED_ELEMENTS}"
         )
 
 
@@ -56,35 +48,6 @@ def _check_float(imp: Importer, x: SSAValue, what: str) -> None:
 def _ints(node: onnx.NodeProto, name: str, default: list[int]) -> list[int]:
     v = attrs(node).get(name)
     return default if v is None else [int(d) for d in v]
-
-
-@converter("CumProd")
-def convert_cumprod(imp: Importer, node: onnx.NodeProto) -> list[Value]:
-    """Running products along an axis: y[i] multiplies x[j] over j <= i (j < i if exclusive;
-    j >= i, j > i if reverse), as a Where under a static [j, i] mask (1 outside it) and a
-    ReduceProd over j."""
-    a = attrs(node)
-    x = imp.value(node.input[0])
-    if element_type_of(x) not in (f32, i64, i32):
-        raise imp.error(f"needs a numeric input, got element type {element_type_of(x)}")
-    shape = imp.shape_of(x)
-    rank = len(shape)
-    axes = imp.int_input(node, 1, "axis")
-    if len(axes) != 1:
-        raise imp.error(f"input axis must hold one value, got {len(axes)}")
-    axis = S.normalize_axis(axes[0], rank)
-    exclusive, reverse = int(a.get("exclusive", 0)), int(a.get("reverse", 0))
-    n = shape[axis]
-    _check_size(imp, math.prod(shape) * n, f"CumProd along an axis of {n} elements")
-    j, i = np.arange(n)[:, None], np.arange(n)[None, :]
-    if reverse:
-        mask = j > i if exclusive else j >= i
-    else:
-        mask = j < i if exclusive else j <= i
-    mask = mask.reshape([n, n] + [1] * (rank - axis - 1))
-    xj = imp.op(g.UnsqueezeOp(x, axes=[axis + 1]))  # [..., n (j), 1, ...]
-    terms = imp.op(g.WhereOp(_const(imp, mask), xj, imp.scalar(1, like=x)))
-    return [imp.op(g.ReduceProdOp(terms, axes=[axis], keepdims=0))]
 
 
 @converter("SwiGLU")
@@ -174,17 +137,17 @@ def convert_max_unpool(imp: Importer, node: onnx.NodeProto) -> list[Value]:
     _check_size(imp, slices * m * p, f"MaxUnpool of {list(shape)} to {inferred}")
     # local position of each index inside its (n, c) slice: [S, m, 1]
     base = (np.arange(slices, dtype=np.int64) * p).reshape(slices, 1, 1)
-    local = imp.op(g.SubOp(imp.op(g.ReshapeOp(ind, [slices, m, 1])), _const(imp, base)))
-    hit = imp.op(g.EqualOp(local, _const(imp, np.arange(p, dtype=np.int64).reshape(1, 1, p))))
-    k = _const(imp, np.arange(m, dtype=np.int64).reshape(1, m, 1))
+    local = imp.op(g.SubOp(imp.op(g.ReshapeOp(ind, [slices, m, 1])), imp.constant(base)))
+    hit = imp.op(g.EqualOp(local, imp.constant(np.arange(p, dtype=np.int64).reshape(1, 1, p))))
+    k = imp.constant(np.arange(m, dtype=np.int64).reshape(1, m, 1))
     last = imp.op(
-        g.ReduceMaxOp(imp.op(g.WhereOp(hit, k, _const(imp, np.int64(-1)))), axes=[1], keepdims=0)
+        g.ReduceMaxOp(imp.op(g.WhereOp(hit, k, imp.constant(np.int64(-1)))), axes=[1], keepdims=0)
     )  # [S, p]: the last k writing there, -1 if none
-    found = imp.op(g.GreaterEqualOp(last, _const(imp, np.int64(0))))
+    found = imp.op(g.GreaterEqualOp(last, imp.constant(np.int64(0))))
     src = imp.op(
         g.AddOp(
-            imp.op(g.MaxOp(last, _const(imp, np.int64(0)))),
-            _const(imp, (np.arange(slices, dtype=np.int64) * m).reshape(slices, 1)),
+            imp.op(g.MaxOp(last, imp.constant(np.int64(0)))),
+            imp.constant((np.arange(slices, dtype=np.int64) * m).reshape(slices, 1)),
         )
     )
     y = imp.op(g.WhereOp(found, _flat_gather(imp, x, src), imp.scalar(0, like=x)))
@@ -244,7 +207,7 @@ def convert_col2im(imp: Importer, node: onnx.NodeProto) -> list[Value]:
     rows[bb, ll, flat[bb, ll]] = 1.0
     n, c = shape[0], shape[1] // kb
     cols = imp.op(g.ReshapeOp(x, [n, c, kb * nl]))
-    y = imp.op(g.MatmulOp(cols, _const(imp, rows.reshape(kb * nl, npix))))
+    y = imp.op(g.MatmulOp(cols, imp.constant(rows.reshape(kb * nl, npix))))
     return [imp.op(g.ReshapeOp(y, [n, c, *image]))]
 
 
@@ -286,7 +249,7 @@ def convert_tensor_scatter(imp: Importer, node: onnx.NodeProto) -> list[Value]:
         if element_type_of(w) != i64 or imp.shape_of(w) != (batch,):
             raise imp.error(f"write_indices must be int64 of shape [{batch}]")
     else:
-        w = _const(imp, np.zeros(batch, dtype=np.int64))
+        w = imp.constant(np.zeros(batch, dtype=np.int64))
     wb = imp.op(g.ReshapeOp(w, [batch] + [1] * (rank - 1)))
     j = np.arange(big, dtype=np.int64).reshape([big if d == axis else 1 for d in range(rank)])
     if mode == "circular":  # (j - w) mod big for w >= 0
@@ -295,20 +258,21 @@ def convert_tensor_scatter(imp: Importer, node: onnx.NodeProto) -> list[Value]:
                 wb,
                 imp.op(
                     g.MulOp(
-                        imp.op(g.DivOp(wb, _const(imp, np.int64(big)))), _const(imp, np.int64(big))
+                        imp.op(g.DivOp(wb, imp.constant(np.int64(big)))),
+                        imp.constant(np.int64(big)),
                     )
                 ),
             )
         )
-        diff = imp.op(g.SubOp(_const(imp, j), wm))
-        neg = imp.op(g.LessOp(diff, _const(imp, np.int64(0))))
-        src = imp.op(g.WhereOp(neg, imp.op(g.AddOp(diff, _const(imp, np.int64(big)))), diff))
+        diff = imp.op(g.SubOp(imp.constant(j), wm))
+        neg = imp.op(g.LessOp(diff, imp.constant(np.int64(0))))
+        src = imp.op(g.WhereOp(neg, imp.op(g.AddOp(diff, imp.constant(np.int64(big)))), diff))
     else:
-        src = imp.op(g.SubOp(_const(imp, j), wb))
+        src = imp.op(g.SubOp(imp.constant(j), wb))
     ok = imp.op(
         g.AndOp(
-            imp.op(g.GreaterEqualOp(src, _const(imp, np.int64(0)))),
-            imp.op(g.LessOp(src, _const(imp, np.int64(s)))),
+            imp.op(g.GreaterEqualOp(src, imp.constant(np.int64(0)))),
+            imp.op(g.LessOp(src, imp.constant(np.int64(s)))),
         )
     )
     # flat position in update of (prefix, src, suffix) and in past of the output position
@@ -319,8 +283,8 @@ def convert_tensor_scatter(imp: Importer, node: onnx.NodeProto) -> list[Value]:
     for d in range(rank):
         uflat = uflat * ushape[d] + (0 if d == axis else ubase[d])
     uflat += math.prod(shape)  # the update follows the cache in the concatenation
-    upos = imp.op(g.AddOp(_const(imp, uflat), imp.op(g.MulOp(src, _const(imp, np.int64(inner))))))
-    idx = imp.op(g.WhereOp(ok, upos, _const(imp, own)))
+    upos = imp.op(g.AddOp(imp.constant(uflat), imp.op(g.MulOp(src, imp.constant(np.int64(inner))))))
+    idx = imp.op(g.WhereOp(ok, upos, imp.constant(own)))
     data = imp.op(
         g.ConcatOp(
             [
@@ -360,7 +324,7 @@ def convert_det(imp: Importer, node: onnx.NodeProto) -> list[Value]:
     )
     batch = list(shape[:-2])
     flat = imp.op(g.ReshapeOp(x, [*batch, n * n]))
-    terms = imp.op(g.GatherOp(flat, _const(imp, pos), axis=len(batch)))  # [..., n!, n]
+    terms = imp.op(g.GatherOp(flat, imp.constant(pos), axis=len(batch)))  # [..., n!, n]
     prods = imp.op(g.ReduceProdOp(terms, axes=[len(batch) + 1], keepdims=0))
-    signed = imp.op(g.MulOp(prods, _const(imp, sign)))
+    signed = imp.op(g.MulOp(prods, imp.constant(sign)))
     return [imp.op(g.ReduceSumOp(signed, axes=[len(batch)], keepdims=0))]

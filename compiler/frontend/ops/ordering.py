@@ -15,6 +15,7 @@ from xdsl.dialects.builtin import f32, i32, i64
 from xdsl.ir import SSAValue
 
 from compiler.frontend.importer import (
+    MAX_COMPOSED_ELEMENTS,
     Importer,
     Value,
     attrs,
@@ -24,15 +25,6 @@ from compiler.frontend.importer import (
 from dialects import graph as g
 from dialects import graph_shapes as S
 from dialects.dense import numpy_dtype
-
-MAX_PAIRWISE_ELEMENTS = 2**26
-"""The most elements of the pairwise (n x n per slice) intermediates that TopK and CumSum build:
-they are quadratic in the axis length, so a long axis is refused rather than exhausting
-memory."""
-
-
-def _const(imp: Importer, a: np.ndarray | np.generic) -> SSAValue:
-    return imp.op(g.ConstantOp(np.asarray(a)))
 
 
 def _iota(n: int, axis: int, rank: int) -> np.ndarray:
@@ -82,12 +74,12 @@ def arg_max(
     if _is_float(x):  # a nan maximum equals nothing: the nans are the hits then
         hit = imp.op(g.OrOp(hit, _isnan(imp, x)))
     pos = _iota(n, axis, len(shape))
-    none = _const(imp, np.int64(-1))
+    none = imp.constant(np.int64(-1))
     if last:
-        where = imp.op(g.WhereOp(hit, _const(imp, pos), none))
+        where = imp.op(g.WhereOp(hit, imp.constant(pos), none))
         return imp.op(g.ReduceMaxOp(where, axes=[axis], keepdims=keepdims))
     # the first hit has the largest reversed position n-1-i
-    rev = imp.op(g.WhereOp(hit, _const(imp, n - 1 - pos), none))
+    rev = imp.op(g.WhereOp(hit, imp.constant(n - 1 - pos), none))
     r = imp.op(g.ReduceMaxOp(rev, axes=[axis], keepdims=keepdims))
     return imp.op(g.SubOp(imp.scalar(n - 1, like=r), r))
 
@@ -118,7 +110,7 @@ def convert_hardmax(imp: Importer, node: onnx.NodeProto) -> list[Value]:
         axis = 1
     wshape = imp.shape_of(work)
     first = arg_max(imp, work, axis, 1, last=False)
-    pos = _const(imp, _iota(wshape[axis], axis, len(wshape)))
+    pos = imp.constant(_iota(wshape[axis], axis, len(wshape)))
     y = imp.op(g.CastOp(imp.op(g.EqualOp(pos, first)), to="f32"))
     return [imp.op(g.ReshapeOp(y, shape)) if legacy else y]
 
@@ -126,10 +118,10 @@ def convert_hardmax(imp: Importer, node: onnx.NodeProto) -> list[Value]:
 def _check_pairwise(imp: Importer, shape: tuple[int, ...], axis: int, what: str) -> None:
     n = shape[axis]
     total = math.prod(shape) * n
-    if total > MAX_PAIRWISE_ELEMENTS:
+    if total > MAX_COMPOSED_ELEMENTS:
         raise imp.error(
             f"{what} along an axis of {n} elements of a {list(shape)} tensor needs {total} "
-            f"pairwise comparisons, over the limit of {MAX_PAIRWISE_ELEMENTS}"
+            f"pairwise comparisons, over the limit of {MAX_COMPOSED_ELEMENTS}"
         )
 
 
@@ -160,7 +152,7 @@ def convert_top_k(imp: Importer, node: onnx.NodeProto) -> list[Value]:
     xi = imp.op(g.ReshapeOp(t, [*outer, n, 1]))
     xj = imp.op(g.ReshapeOp(t, [*outer, 1, n]))
     ki, kj = (xi, xj) if largest else (_flip(imp, xi), _flip(imp, xj))
-    earlier = _const(imp, np.arange(n)[None, :] < np.arange(n)[:, None])  # [i, j]: j < i
+    earlier = imp.constant(np.arange(n)[None, :] < np.arange(n)[:, None])  # [i, j]: j < i
     tie = imp.op(g.EqualOp(kj, ki))
     if _is_float(x):
         ni, nj = _isnan(imp, xi), _isnan(imp, xj)
@@ -181,11 +173,11 @@ def convert_top_k(imp: Importer, node: onnx.NodeProto) -> list[Value]:
     slot = imp.op(
         g.EqualOp(
             imp.op(g.ReshapeOp(ranks, [*outer, 1, n])),
-            _const(imp, np.arange(k, dtype=np.int64).reshape(k, 1)),
+            imp.constant(np.arange(k, dtype=np.int64).reshape(k, 1)),
         )
     )  # [..., k, n]: element i goes to slot r
     positions = imp.op(
-        g.WhereOp(slot, _const(imp, np.arange(n, dtype=np.int64)), _const(imp, np.int64(-1)))
+        g.WhereOp(slot, imp.constant(np.arange(n, dtype=np.int64)), imp.constant(np.int64(-1)))
     )
     indices = imp.op(g.ReduceMaxOp(positions, axes=[rank], keepdims=0))
     chosen = imp.op(g.WhereOp(slot, xj, imp.scalar(_lowest(x), like=x)))
@@ -197,10 +189,11 @@ def convert_top_k(imp: Importer, node: onnx.NodeProto) -> list[Value]:
     return [values, indices]
 
 
-@converter("CumSum")
-def convert_cumsum(imp: Importer, node: onnx.NodeProto) -> list[Value]:
-    """Running sums along an axis: y[i] sums x[j] over j <= i (j < i if exclusive; j >= i,
-    j > i if reverse), as a Where under a static [j, i] mask and a ReduceSum over j."""
+@converter("CumSum", "CumProd")
+def convert_cumulative(imp: Importer, node: onnx.NodeProto) -> list[Value]:
+    """Running sums (products) along an axis: y[i] combines x[j] over j <= i (j < i if
+    exclusive; j >= i, j > i if reverse), as a Where under a static [j, i] mask (0, or 1 for
+    products, outside it) and a ReduceSum (ReduceProd) over j."""
     a = attrs(node)
     x = imp.value(node.input[0])
     _check_numeric(imp, x)
@@ -211,7 +204,7 @@ def convert_cumsum(imp: Importer, node: onnx.NodeProto) -> list[Value]:
         raise imp.error(f"input axis must hold one value, got {len(axes)}")
     axis = S.normalize_axis(axes[0], rank)
     exclusive, reverse = int(a.get("exclusive", 0)), int(a.get("reverse", 0))
-    _check_pairwise(imp, shape, axis, "CumSum")
+    _check_pairwise(imp, shape, axis, node.op_type)
     n = shape[axis]
     j, i = np.arange(n)[:, None], np.arange(n)[None, :]
     if reverse:
@@ -220,5 +213,7 @@ def convert_cumsum(imp: Importer, node: onnx.NodeProto) -> list[Value]:
         mask = j < i if exclusive else j <= i
     mask = mask.reshape([n, n] + [1] * (rank - axis - 1))
     xj = imp.op(g.UnsqueezeOp(x, axes=[axis + 1]))  # [..., n (j), 1, ...]
-    terms = imp.op(g.WhereOp(_const(imp, mask), xj, imp.scalar(0, like=x)))
-    return [imp.op(g.ReduceSumOp(terms, axes=[axis], keepdims=0))]
+    product = node.op_type == "CumProd"
+    terms = imp.op(g.WhereOp(imp.constant(mask), xj, imp.scalar(int(product), like=x)))
+    reduce = g.ReduceProdOp if product else g.ReduceSumOp
+    return [imp.op(reduce(terms, axes=[axis], keepdims=0))]

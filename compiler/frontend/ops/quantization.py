@@ -56,6 +56,18 @@ def _quantized_type(imp: Importer, node: onnx.NodeProto, zp_index: int) -> type:
     return _QUANTIZED[out]
 
 
+def _fit(imp: Importer, param: SSAValue, shape: tuple[int, ...], axis: int) -> SSAValue | None:
+    """`param` broadcast against a tensor of `shape`: one element as a scalar, or a 1-D one of
+    the length of `axis` along that axis; None if it is neither."""
+    ps = imp.shape_of(param)
+    if int(np.prod(ps, dtype=np.int64)) == 1:
+        return imp.op(g.ReshapeOp(param, [])) if ps else param
+    axis %= len(shape)
+    if len(ps) == 1 and ps[0] == shape[axis]:
+        return imp.op(g.ReshapeOp(param, [ps[0] if d == axis else 1 for d in range(len(shape))]))
+    return None
+
+
 def _along(
     imp: Importer, node: onnx.NodeProto, param: SSAValue, x_shape: tuple[int, ...]
 ) -> SSAValue:
@@ -73,12 +85,13 @@ def _along(
         raise imp.error(f"axis {axis} is out of range for an input of rank {rank}")
     axis %= rank
     if block == 0:
-        if len(shape) != 1 or shape[0] != x_shape[axis]:
+        fitted = _fit(imp, param, x_shape, axis)
+        if fitted is None:
             raise imp.error(
                 f"a per-axis scale/zero point must be 1-D of length {x_shape[axis]} (axis {axis}),"
                 f" got shape {list(shape)}"
             )
-        return imp.op(g.ReshapeOp(param, [x_shape[axis] if d == axis else 1 for d in range(rank)]))
+        return fitted
     blocks = -(-x_shape[axis] // block)
     want = [blocks if d == axis else x_shape[d] for d in range(rank)]
     if list(shape) != want:
@@ -86,7 +99,7 @@ def _along(
             f"a blocked scale/zero point (block_size {block}) must have shape {want}, got {list(shape)}"
         )
     index = np.arange(x_shape[axis], dtype=np.int64) // block
-    return imp.op(g.GatherOp(param, imp.op(g.ConstantOp(index)), axis=axis))
+    return imp.op(g.GatherOp(param, imp.constant(index), axis=axis))
 
 
 @converter("QuantizeLinear")
@@ -165,17 +178,16 @@ def _centered(
         return v
     z = _int32(imp, node.input[zp])
     zs, shape = imp.shape_of(z), imp.shape_of(v)
-    if int(np.prod(zs, dtype=np.int64)) == 1:
-        z = imp.op(g.ReshapeOp(z, [])) if zs else z
-    elif zp_axis is not None and len(zs) == 1 and zs[0] == shape[zp_axis % len(shape)]:
-        axis = zp_axis % len(shape)
-        z = imp.op(g.ReshapeOp(z, [zs[0] if d == axis else 1 for d in range(len(shape))]))
+    if zp_axis is None and int(np.prod(zs, dtype=np.int64)) != 1:
+        fitted = None
     else:
+        fitted = _fit(imp, z, shape, 0 if zp_axis is None else zp_axis)
+    if fitted is None:
         raise imp.error(
             f"zero point '{node.input[zp]}' of shape {list(zs)} does not fit input "
             f"'{node.input[x]}' of shape {list(shape)}"
         )
-    return imp.op(g.SubOp(v, z))
+    return imp.op(g.SubOp(v, fitted))
 
 
 def _requantize(
@@ -193,14 +205,12 @@ def _requantize(
     shape = imp.shape_of(acc)
     y = imp.op(g.CastOp(acc, to="f32"))
     for k in scales:
-        s = imp.value(node.input[k], np.float32)
-        n = int(np.prod(imp.shape_of(s), dtype=np.int64))
-        if n != 1:
-            s = imp.op(
-                g.ReshapeOp(s, [n if d == axis % len(shape) else 1 for d in range(len(shape))])
+        s = _fit(imp, imp.value(node.input[k], np.float32), shape, axis)
+        if s is None:
+            raise imp.error(
+                f"scale '{node.input[k]}' must hold one value or one per element of axis {axis} "
+                f"of the {list(shape)} result"
             )
-        elif imp.shape_of(s):
-            s = imp.op(g.ReshapeOp(s, []))
         y = imp.op(g.MulOp(y, s))
     y = imp.op(g.DivOp(y, imp.op(g.ReshapeOp(imp.value(node.input[y_scale], np.float32), []))))
     y = imp.op(g.RoundOp(y))

@@ -21,6 +21,7 @@ from xdsl.dialects.builtin import i1, i64
 from xdsl.ir import SSAValue
 
 from compiler.frontend.importer import (
+    MAX_COMPOSED_ELEMENTS,
     Importer,
     Value,
     attrs,
@@ -32,10 +33,6 @@ from dialects import graph as g
 from dialects import graph_shapes as S
 from dialects.dense import numpy_dtype
 
-MAX_MATCH_ELEMENTS = 2**26
-"""The most elements of the (output positions x updates) intermediate a run-time scatter may
-build: beyond it the composition costs more than the operator is worth."""
-
 
 def strides(shape: Sequence[int]) -> np.ndarray:
     """Row-major element strides of a shape (int64)."""
@@ -43,15 +40,6 @@ def strides(shape: Sequence[int]) -> np.ndarray:
     for k in range(len(shape) - 2, -1, -1):
         out[k] = out[k + 1] * shape[k + 1]
     return out
-
-
-def _const(
-    imp: Importer, a: np.ndarray | np.generic | int | float, like: SSAValue | None = None
-) -> SSAValue:
-    arr = np.asarray(a)
-    if like is not None:
-        arr = arr.astype(numpy_dtype(element_type_of(like)))
-    return imp.op(g.ConstantOp(arr))
 
 
 def as_i64(imp: Importer, v: SSAValue) -> SSAValue:
@@ -63,11 +51,11 @@ def runtime_index(imp: Importer, idx: SSAValue, extent: int | np.ndarray) -> SSA
     an array broadcasting against idx), then clamped into [0, extent) as graph.gather does: an
     out-of-range index never reads outside the tensor."""
     ext = np.asarray(extent, dtype=np.int64)
-    zero = _const(imp, np.int64(0))
+    zero = imp.constant(np.int64(0))
     neg = imp.op(g.LessOp(idx, zero))
-    idx = imp.op(g.WhereOp(neg, imp.op(g.AddOp(idx, _const(imp, ext))), idx))
+    idx = imp.op(g.WhereOp(neg, imp.op(g.AddOp(idx, imp.constant(ext))), idx))
     idx = imp.op(g.MaxOp(idx, zero))
-    return imp.op(g.MinOp(idx, _const(imp, ext - 1)))
+    return imp.op(g.MinOp(idx, imp.constant(ext - 1)))
 
 
 def static_index(imp: Importer, idx: np.ndarray, extent: int | np.ndarray, what: str) -> np.ndarray:
@@ -128,10 +116,10 @@ def convert_gather_nd(imp: Importer, node: onnx.NodeProto) -> list[Value]:
         if k == 1:
             lin = imp.op(g.ReshapeOp(nv, list(qs[:-1])))
         else:
-            weighted = imp.op(g.MulOp(nv, _const(imp, st)))
+            weighted = imp.op(g.MulOp(nv, imp.constant(st)))
             lin = imp.op(g.ReduceSumOp(weighted, axes=[len(qs) - 1], keepdims=0))
         if b > 0:
-            lin = imp.op(g.AddOp(lin, _const(imp, batch)))
+            lin = imp.op(g.AddOp(lin, imp.constant(batch)))
     return [imp.op(g.GatherOp(data, lin, axis=0))]
 
 
@@ -159,8 +147,8 @@ def elements_gather(
     else:
         lin = index
         if st[axis] != 1:
-            lin = imp.op(g.MulOp(lin, _const(imp, np.int64(st[axis]))))
-        lin = imp.op(g.AddOp(lin, _const(imp, offset)))
+            lin = imp.op(g.MulOp(lin, imp.constant(np.int64(st[axis]))))
+        lin = imp.op(g.AddOp(lin, imp.constant(offset)))
     return imp.op(g.GatherOp(flat, lin, axis=0))
 
 
@@ -212,8 +200,8 @@ def convert_reverse_sequence(imp: Importer, node: onnx.NodeProto) -> list[Value]
         index: SSAValue | np.ndarray = np.where(t < lens, lens - 1 - t, t)
     else:
         lens_v = imp.op(g.ReshapeOp(as_i64(imp, imp.value(node.input[1])), bshape))
-        tc = _const(imp, t)
-        rev = imp.op(g.SubOp(imp.op(g.SubOp(lens_v, _const(imp, np.int64(1)))), tc))
+        tc = imp.constant(t)
+        rev = imp.op(g.SubOp(imp.op(g.SubOp(lens_v, imp.constant(np.int64(1)))), tc))
         index = imp.op(g.WhereOp(imp.op(g.LessOp(tc, lens_v)), rev, tc))
     return [elements_gather(imp, data, ds, time, index)]
 
@@ -235,14 +223,14 @@ def convert_one_hot(imp: Importer, node: onnx.NodeProto) -> list[Value]:
     idx = imp.value(node.input[0])
     if element_type_of(idx) != i64:
         idx = imp.op(g.CastOp(idx, to="i64"))  # float indices truncate, as onnxruntime does
-    neg = imp.op(g.LessOp(idx, _const(imp, np.int64(0))))
-    idx = imp.op(g.WhereOp(neg, imp.op(g.AddOp(idx, _const(imp, np.int64(depth)))), idx))
+    neg = imp.op(g.LessOp(idx, imp.constant(np.int64(0))))
+    idx = imp.op(g.WhereOp(neg, imp.op(g.AddOp(idx, imp.constant(np.int64(depth)))), idx))
     idx = imp.op(g.ReshapeOp(idx, [*qs[:axis], 1, *qs[axis:]]))
     iota = np.arange(depth, dtype=np.int64).reshape([1] * axis + [depth] + [1] * (len(qs) - axis))
-    hit = imp.op(g.EqualOp(idx, _const(imp, iota)))
+    hit = imp.op(g.EqualOp(idx, imp.constant(iota)))
     values = imp.value(node.input[2])
-    off = imp.op(g.GatherOp(values, _const(imp, np.int64(0)), axis=0))
-    on = imp.op(g.GatherOp(values, _const(imp, np.int64(1)), axis=0))
+    off = imp.op(g.GatherOp(values, imp.constant(np.int64(0)), axis=0))
+    on = imp.op(g.GatherOp(values, imp.constant(np.int64(1)), axis=0))
     return [imp.op(g.WhereOp(hit, on, off))]
 
 
@@ -297,17 +285,17 @@ def scatter_rows(
             acc = imp.op(g.WhereOp(imp.op(g.ConstantOp(mask)), val, acc))
         return acc
     size = m * u * (1 if reduction == "none" else r) + m * r
-    if size > MAX_MATCH_ELEMENTS:
+    if size > MAX_COMPOSED_ELEMENTS:
         raise imp.error(
             f"scattering {u} run-time indexed updates into {m} positions would build "
-            f"{size} intermediate elements, over the limit of {MAX_MATCH_ELEMENTS}"
+            f"{size} intermediate elements, over the limit of {MAX_COMPOSED_ELEMENTS}"
         )
-    rows = _const(imp, np.arange(m, dtype=np.int64).reshape(m, 1))
+    rows = imp.constant(np.arange(m, dtype=np.int64).reshape(m, 1))
     match = imp.op(g.EqualOp(rows, imp.op(g.ReshapeOp(target, [1, u]))))  # [M, U]
     hit = imp.op(g.ReshapeOp(imp.op(g.ReduceMaxOp(match, axes=[1], keepdims=1)), [m, 1]))
     if reduction == "none":  # the last update aimed at each row wins
-        order = _const(imp, np.arange(u, dtype=np.int64).reshape(1, u))
-        last = imp.op(g.WhereOp(match, order, _const(imp, np.int64(0))))
+        order = imp.constant(np.arange(u, dtype=np.int64).reshape(1, u))
+        last = imp.op(g.WhereOp(match, order, imp.constant(np.int64(0))))
         last = imp.op(g.ReduceMaxOp(last, axes=[1], keepdims=0))
         val = imp.op(g.GatherOp(updates, last, axis=0))
         return imp.op(g.WhereOp(hit, val, data))
@@ -315,16 +303,16 @@ def scatter_rows(
     upd3 = imp.op(g.ReshapeOp(updates, [1, u, r]))
     dtype = numpy_dtype(element_type_of(data))
     if reduction == "add":
-        picked = imp.op(g.WhereOp(match3, upd3, _const(imp, dtype.type(0))))
+        picked = imp.op(g.WhereOp(match3, upd3, imp.constant(dtype.type(0))))
         val = imp.op(g.ReduceSumOp(picked, axes=[1], keepdims=0))
     elif reduction == "mul":
-        picked = imp.op(g.WhereOp(match3, upd3, _const(imp, dtype.type(1))))
+        picked = imp.op(g.WhereOp(match3, upd3, imp.constant(dtype.type(1))))
         val = imp.op(g.ReshapeOp(_product_over_axis1(imp, picked), [m, r]))
     else:
         flip = reduction == "min"
         signed = imp.op(g.NegOp(upd3)) if flip else upd3
         lowest = -np.inf if dtype.kind == "f" else np.iinfo(dtype).min
-        picked = imp.op(g.WhereOp(match3, signed, _const(imp, np.asarray(lowest, dtype=dtype))))
+        picked = imp.op(g.WhereOp(match3, signed, imp.constant(np.asarray(lowest, dtype=dtype))))
         val = imp.op(g.ReduceMaxOp(picked, axes=[1], keepdims=0))
         if flip:
             val = imp.op(g.NegOp(val))
@@ -376,7 +364,7 @@ def convert_scatter_nd(imp: Importer, node: onnx.NodeProto) -> list[Value]:
     else:
         nv = runtime_index(imp, as_i64(imp, imp.value(node.input[1])), dims)
         nv = imp.op(g.ReshapeOp(nv, [u, k]))
-        target = imp.op(g.ReduceSumOp(imp.op(g.MulOp(nv, _const(imp, st))), axes=[1], keepdims=0))
+        target = imp.op(g.ReduceSumOp(imp.op(g.MulOp(nv, imp.constant(st))), axes=[1], keepdims=0))
     rows = scatter_rows(
         imp,
         imp.op(g.ReshapeOp(data, [math.prod(ds[:k]), rest])),
@@ -418,8 +406,8 @@ def convert_scatter_elements(imp: Importer, node: onnx.NodeProto) -> list[Value]
     else:
         nv = runtime_index(imp, as_i64(imp, imp.value(node.input[1])), ds[axis])
         if st[axis] != 1:
-            nv = imp.op(g.MulOp(nv, _const(imp, np.int64(st[axis]))))
-        target = imp.op(g.ReshapeOp(imp.op(g.AddOp(nv, _const(imp, offset))), [u]))
+            nv = imp.op(g.MulOp(nv, imp.constant(np.int64(st[axis]))))
+        target = imp.op(g.ReshapeOp(imp.op(g.AddOp(nv, imp.constant(offset))), [u]))
     rows = scatter_rows(
         imp,
         imp.op(g.ReshapeOp(data, [math.prod(ds), 1])),

@@ -10,17 +10,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from xdsl.dialects import arith, func, memref
-from xdsl.dialects.builtin import DenseArrayBase, IntegerType, MemRefType
+from xdsl.dialects import func, memref
+from xdsl.dialects.builtin import DenseArrayBase, MemRefType
 from xdsl.dialects.linalg import ops as linalg
 from xdsl.dialects.linalg.attrs import IteratorType
-from xdsl.ir import Block, SSAValue
+from xdsl.ir import SSAValue
 from xdsl.ir.affine import AffineMap
 
 from dialects.attributes import PRIVATE_ARGS_ATTR
 from dialects.sched import Schedule
 from passes.analysis.kernel_access import analyze_kernel
-from passes.schedule.rules import SCALAR_ONLY_OPS
+from passes.schedule.rules import body_vectorizes
 
 
 @dataclass
@@ -40,25 +40,6 @@ def has_tiled_reduction(sched: Schedule, kernel: linalg.GenericOp) -> bool:
         it.data == IteratorType.REDUCTION and 0 < sched.tile[d] < extents[d]
         for d, it in enumerate(kernel.iterator_types)
     )
-
-
-def body_vectorizable(block: Block) -> bool:
-    """Elementwise arith/math only, no comparison or conversion of lane values (see
-    vectorizable_along): a fused
-    stage runs on the kernel's vector registers, so it must vectorize as the kernel does."""
-    if any(isinstance(a.type, IntegerType) and a.type.width.data == 1 for a in block.args):
-        return False  # bool buffers hold bytes, LLVM's i1 vectors are bits (as vectorizable_along)
-    varying = set(block.args)
-    for op in block.ops:
-        if isinstance(op, linalg.YieldOp):
-            continue
-        if op.dialect_name() not in ("arith", "math") or isinstance(op, arith.IndexCastOp):
-            return False
-        if any(x in varying for x in op.operands):
-            if isinstance(op, SCALAR_ONLY_OPS):
-                return False
-            varying.update(op.results)
-    return True
 
 
 def is_identity_parallel(generic: linalg.GenericOp, value: SSAValue) -> bool:
@@ -112,7 +93,7 @@ def _find_prologue(
     if (
         list(candidate.outputs) == [target]
         and is_identity_parallel(candidate, target)
-        and (not vectorized or body_vectorizable(candidate.body.block))
+        and (not vectorized or body_vectorizes(candidate.body.block))
     ):
         return candidate
     return None
@@ -162,7 +143,7 @@ def find_fusion(kernel: linalg.GenericOp, vectorized: bool) -> Fusion | None:
         rank = len(current.type.get_shape())  # type: ignore[attr-defined]
         if epilogue.indexing_maps.data[chained].data != AffineMap.identity(rank):
             break
-        if vectorized and not body_vectorizable(epilogue.body.block):
+        if vectorized and not body_vectorizes(epilogue.body.block):
             break
         epilogues.append(epilogue)
         chain[epilogue] = chained

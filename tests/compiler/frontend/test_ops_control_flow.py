@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import numpy as np
 import onnx
-import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
@@ -16,6 +15,7 @@ from compiler.frontend import importer
 from compiler.frontend.errors import FrontendError
 from compiler.frontend.onnx import import_onnx
 from compiler.model import compile_model
+from tests.support.references import onnxruntime_run as reference
 
 F, I64, B = TensorProto.FLOAT, TensorProto.INT64, TensorProto.BOOL
 
@@ -46,13 +46,6 @@ def const(name: str, value) -> onnx.NodeProto:
     return helper.make_node(
         "Constant", [], [name], value=numpy_helper.from_array(np.asarray(value), name)
     )
-
-
-def reference(m: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
-    opts = ort.SessionOptions()
-    opts.intra_op_num_threads = 1
-    sess = ort.InferenceSession(m.SerializeToString(), opts, providers=["CPUExecutionProvider"])
-    return sess.run(None, feeds)
 
 
 def check(m: onnx.ModelProto, *feed_sets: dict[str, np.ndarray]) -> None:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import numpy as np
 import onnx
-import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 from onnx.reference import ReferenceEvaluator
@@ -17,6 +16,7 @@ from compiler.frontend.onnx import import_onnx
 from compiler.model import compile_model
 from compiler.pass_runner import make_context
 from dialects import graph as g
+from tests.support.references import onnxruntime_run
 
 F, I64, I32 = TensorProto.FLOAT, TensorProto.INT64, TensorProto.INT32
 
@@ -38,10 +38,7 @@ def make(node, inputs, inits=(), opset=18, out_type=F) -> onnx.ModelProto:
 def reference(model: onnx.ModelProto, feeds: dict[str, np.ndarray], ref: str) -> list:
     if ref == "onnx":
         return list(ReferenceEvaluator(model).run(None, feeds))
-    opts = ort.SessionOptions()
-    opts.intra_op_num_threads = 1
-    sess = ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
-    return sess.run(None, feeds)
+    return onnxruntime_run(model, feeds)
 
 
 def check(model: onnx.ModelProto, feeds: dict[str, np.ndarray], ref: str = "ort") -> None:

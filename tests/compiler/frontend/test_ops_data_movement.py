@@ -10,7 +10,6 @@ import itertools
 
 import numpy as np
 import onnx
-import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 from onnx.reference import ReferenceEvaluator
@@ -19,6 +18,7 @@ from compiler.frontend.errors import FrontendError
 from compiler.frontend.onnx import import_onnx
 from compiler.frontend.ops.resize import axis_map
 from compiler.model import compile_model
+from tests.support.references import onnxruntime_run
 
 F, I64, I32, B = TensorProto.FLOAT, TensorProto.INT64, TensorProto.INT32, TensorProto.BOOL
 
@@ -38,12 +38,7 @@ def make(nodes, inputs, outputs, inits=(), opset=18) -> onnx.ModelProto:
 
 def check(model: onnx.ModelProto, feeds: dict, use_ort: bool = True, rtol: float = 1e-5) -> None:
     if use_ort:
-        opts = ort.SessionOptions()
-        opts.intra_op_num_threads = 1
-        sess = ort.InferenceSession(
-            model.SerializeToString(), opts, providers=["CPUExecutionProvider"]
-        )
-        refs = sess.run(None, feeds)
+        refs = onnxruntime_run(model, feeds)
     else:
         refs = ReferenceEvaluator(model).run(None, feeds)
     ours = compile_model(model).run(feeds)

@@ -8,14 +8,15 @@ from __future__ import annotations
 
 import numpy as np
 import onnx
-import onnxruntime as ort
 import pytest
-from onnx import TensorProto, helper, numpy_helper
+from onnx import TensorProto, helper
 from onnx.reference import ReferenceEvaluator
 
 from compiler.frontend.errors import FrontendError
 from compiler.frontend.onnx import import_onnx
 from compiler.model import compile_model
+from tests.support.references import graph_model
+from tests.support.references import onnxruntime_run as onnxruntime
 
 F, I64, I32, B = TensorProto.FLOAT, TensorProto.INT64, TensorProto.INT32, TensorProto.BOOL
 
@@ -23,27 +24,11 @@ rng = np.random.default_rng(0)
 
 
 def make(nodes, inputs, outputs, inits=(), opset=17) -> onnx.ModelProto:
-    """A model of `nodes`; inputs (name, type, shape), outputs (name, type), initializers
-    (name, array)."""
-    graph = helper.make_graph(
-        nodes,
-        "g",
-        [helper.make_tensor_value_info(n, t, s) for n, t, s in inputs],
-        [helper.make_tensor_value_info(n, t, None) for n, t in outputs],
-        [numpy_helper.from_array(np.asarray(v), n) for n, v in inits],
-    )
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    return graph_model(nodes, inputs, outputs, inits, opset)
 
 
 def ours(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
     return list(compile_model(model).run(feeds).values())
-
-
-def onnxruntime(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
-    opts = ort.SessionOptions()
-    opts.intra_op_num_threads = 1
-    sess = ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
-    return sess.run(None, feeds)
 
 
 def reference(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:

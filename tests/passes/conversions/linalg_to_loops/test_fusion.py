@@ -6,11 +6,8 @@ from __future__ import annotations
 from xdsl.dialects import arith
 
 from dialects.sched import Schedule
-from passes.conversions.linalg_to_loops.fusion import (
-    body_vectorizable,
-    find_fusion,
-    has_tiled_reduction,
-)
+from passes.conversions.linalg_to_loops.fusion import find_fusion, has_tiled_reduction
+from passes.schedule.rules import body_vectorizes
 from tests.support.linalg_to_loops_kernels import fused_src, generics, matmul_src, parse
 
 
@@ -44,9 +41,9 @@ def test_tiled_reduction_is_detected() -> None:
 
 def test_lane_comparisons_are_not_vectorizable() -> None:
     _, _, epilogue = generics(parse(fused_src(2, 2, 2, private=True)))
-    assert body_vectorizable(epilogue.body.block)
+    assert body_vectorizes(epilogue.body.block)
     block = epilogue.body.block
     add = next(op for op in block.ops if isinstance(op, arith.AddfOp))
     cmp = arith.CmpfOp(add.result, add.result, "olt")
     block.insert_op_after(cmp, add)
-    assert not body_vectorizable(block)
+    assert not body_vectorizes(block)
