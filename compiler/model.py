@@ -30,7 +30,13 @@ from compiler.parallel_compile import compile_split, default_workers
 from compiler.pass_runner import make_context, run_passes
 from compiler.pipelines import IMPORTED, LEVELS, levels_between
 from compiler.runtime import aligned_copy, aligned_empty
-from dialects.attributes import DTYPE_ATTR, MEMORY_PLAN_ATTR, NAME_ATTR
+from dialects.attributes import (
+    DTYPE_ATTR,
+    LENGTH_OF_ATTR,
+    MEMORY_PLAN_ATTR,
+    NAME_ATTR,
+    RUN_TIME_AXIS_ATTR,
+)
 from dialects.dense import numpy_dtype
 from passes.analysis.main_function import main_function
 
@@ -95,6 +101,12 @@ class TensorSpec:
     """What the machine code reads or writes, where it is wider than `dtype` (float16 computed
     in float32, uint8 in int32, ...): the boundary converts."""
 
+    run_time_axis: int | None = None
+    """For an output whose extent along this axis depends on the values (NonZero, ...): the
+    buffer is an upper bound, trimmed to the length that the `length_of` result gives."""
+    length_of: str | None = None
+    """For the hidden i64 scalar result holding that length: the output it belongs to."""
+
     @property
     def buffer_dtype(self) -> np.dtype:
         return self.compute_dtype if self.compute_dtype is not None else self.dtype
@@ -106,20 +118,28 @@ def _signature(module: ModuleOp) -> tuple[list[TensorSpec], list[TensorSpec]]:
     assert main is not None, "the module has no @main"
     ftype = main.function_type
 
-    def attr_of(attrs, i: int, key: str) -> str | None:
+    def attr_of(attrs, i: int, key: str) -> str | int | None:
         if attrs is not None:
             a = attrs.data[i].data.get(key)
             if isinstance(a, StringAttr):
                 return a.data
+            if isinstance(a, IntegerAttr):
+                return a.value.data
         return None
 
     def spec(t, attrs, i: int, default: str) -> TensorSpec:
-        name = attr_of(attrs, i, NAME_ATTR) or default
+        name = str(attr_of(attrs, i, NAME_ATTR) or default)
         compute = numpy_dtype(t.element_type)
         declared = attr_of(attrs, i, DTYPE_ATTR)
-        if declared is None:
-            return TensorSpec(name, tuple(t.get_shape()), compute)
-        return TensorSpec(name, tuple(t.get_shape()), np.dtype(declared), compute)
+        axis, length_of = attr_of(attrs, i, RUN_TIME_AXIS_ATTR), attr_of(attrs, i, LENGTH_OF_ATTR)
+        return TensorSpec(
+            name,
+            tuple(t.get_shape()),
+            compute if declared is None else np.dtype(str(declared)),
+            None if declared is None else compute,
+            None if axis is None else int(axis),
+            None if length_of is None else str(length_of),
+        )
 
     ins = [spec(t, main.arg_attrs, i, f"arg{i}") for i, t in enumerate(ftype.inputs.data)]
     outs = [spec(t, main.res_attrs, i, f"result{i}") for i, t in enumerate(ftype.outputs.data)]
@@ -149,7 +169,8 @@ class CompiledModel:
 
     @property
     def output_names(self) -> list[str]:
-        return [s.name for s in self.outputs]
+        """The model's outputs (not the hidden lengths of data-dependent ones)."""
+        return [s.name for s in self.outputs if s.length_of is None]
 
     def check_inputs(self, feeds: Mapping[str, np.ndarray]) -> list[np.ndarray]:
         unknown = [k for k in feeds if k not in self.input_names]
@@ -180,12 +201,21 @@ class CompiledModel:
         outs = [aligned_empty(s.shape, s.buffer_dtype) for s in self.outputs]
         self._use_threads()
         self.program.function("main")(*args, *outs)
-        # widened outputs: the computed values fit the declared type (integers) or are rounded
-        # to it once (float16)
-        return {
-            s.name: o if s.compute_dtype is None else o.astype(s.dtype)
-            for s, o in zip(self.outputs, outs)
-        }
+        return self.results(outs)
+
+    def results(self, outs: Sequence[np.ndarray]) -> dict[str, np.ndarray]:
+        """The caller's view of @main's result buffers: widened outputs converted to their
+        declared type (integers fit; float16 is rounded once), data-dependent outputs trimmed
+        to their run-time length, the lengths themselves left out."""
+        lengths = {s.length_of: int(o) for s, o in zip(self.outputs, outs) if s.length_of}
+        views = {}
+        for s, o in zip(self.outputs, outs, strict=True):
+            if s.length_of is not None:
+                continue
+            if s.run_time_axis is not None:
+                o = o[(slice(None),) * s.run_time_axis + (slice(0, lengths[s.name]),)]
+            views[s.name] = o if s.compute_dtype is None else o.astype(s.dtype)
+        return views
 
     def runner(self, feeds: Mapping[str, np.ndarray]):
         """A zero-argument callable that runs the model on fixed buffers (for timing)."""

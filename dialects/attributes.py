@@ -11,6 +11,13 @@ DTYPE_ATTR = "ziggurat.dtype"
 """On @main's argument and result attributes, where the model declares an element type that is
 computed in a wider one (float16 in f32, int8/uint8/int16/uint16 in i32, uint32 in i64): the
 declared type's numpy name. The caller passes and gets that type; the boundary converts."""
+RUN_TIME_AXIS_ATTR = "ziggurat.run_time_axis"
+"""On @main's result attributes, for an output whose extent along this axis depends on the
+values (NonZero, Unique, NonMaxSuppression): its type is an upper bound, and the result marked
+LENGTH_OF_ATTR with its name holds the valid length, to which the executable trims it."""
+LENGTH_OF_ATTR = "ziggurat.length_of"
+"""On @main's result attributes: this i64 scalar result is the run-time length of the named
+output (see RUN_TIME_AXIS_ATTR); the caller does not see it."""
 GROUP_ATTR = "ziggurat.group"
 """On tensor-level ops: the fused group they came from (one group becomes one kernel)."""
 PRIVATE_ARGS_ATTR = "ziggurat.private_args"

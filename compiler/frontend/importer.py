@@ -28,6 +28,7 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import (
     ArrayAttr,
     DictionaryAttr,
+    IntegerAttr,
     ModuleOp,
     StringAttr,
     TensorType,
@@ -42,7 +43,7 @@ from xdsl.utils.exceptions import VerifyException
 from compiler.frontend.errors import FrontendError
 from dialects import graph as g
 from dialects import graph_shapes as S
-from dialects.attributes import DTYPE_ATTR, NAME_ATTR
+from dialects.attributes import DTYPE_ATTR, LENGTH_OF_ATTR, NAME_ATTR, RUN_TIME_AXIS_ATTR
 from dialects.dense import numpy_dtype
 
 MIN_OPSET = 11
@@ -222,6 +223,11 @@ class Importer:
         outside it is unused)."""
         self.subgraph_nodes = 0
         """Subgraph nodes converted so far (MAX_SUBGRAPH_NODES bounds it)."""
+        self.run_time_lengths: dict[SSAValue, tuple[int, SSAValue]] = {}
+        """Values whose extent along one axis is only known at run time (NonZero, Unique,
+        NonMaxSuppression) -> (axis, their length: an i64 scalar). Their static type is an upper
+        bound, padded with zeros past the length; they can only be model outputs, which the
+        executable trims (see `bounded`)."""
 
     # -- values ---------------------------------------------------------------------------
 
@@ -313,6 +319,26 @@ class Importer:
             arr = arr.astype(numpy_dtype(element_type_of(like)))
         return self.emit(g.ConstantOp(arr)).results[0]
 
+    def bounded(self, v: SSAValue, axis: int, length: SSAValue) -> SSAValue:
+        """Mark `v` as holding only `length` (an i64 scalar computed at run time) valid entries
+        along `axis`: a data-dependent output shape. Every shape here is static, so `v` is
+        allocated at an upper bound; a model output is trimmed to the length when the model
+        runs, and any node reading `v` is refused, naming it."""
+        assert self.shape_of(length) == () and element_type_of(length) == i64
+        self.run_time_lengths[v] = (axis, length)
+        return v
+
+    def _check_static(self, node: onnx.NodeProto) -> None:
+        for name in [*node.input, *_outer_names(node)]:
+            v = self.values.get(name) if name else None
+            if isinstance(v, SSAValue) and v in self.run_time_lengths:
+                axis = self.run_time_lengths[v][0]
+                raise self.error(
+                    f"input '{name}' has a data-dependent shape (its extent along axis {axis} "
+                    "is only known at run time); ziggurat compiles static shapes, so such a "
+                    "value can only be a model output"
+                )
+
     def op(self, op: Operation) -> SSAValue:
         """Emit a single-result op; its result."""
         return self.emit(op).results[0]
@@ -394,7 +420,13 @@ class Importer:
                         f"{where}: output '{o.name}' is not produced by any node, initializer "
                         "or input of the subgraph or its enclosing graphs"
                     )
-                outs.append(self.values[o.name])
+                v = self.values[o.name]
+                if isinstance(v, SSAValue) and v in self.run_time_lengths:
+                    raise self.error(
+                        f"{where}: output '{o.name}' has a data-dependent shape; only a model "
+                        "output can"
+                    )
+                outs.append(v)
             return outs
         finally:
             self.values = outer
@@ -473,6 +505,10 @@ class Importer:
                     "initializer or graph input"
                 )
         results = [self.value(o.name) for o in self.graph.output]
+        # data-dependent outputs: their lengths are extra results the executable reads
+        bounded = {
+            k: self.run_time_lengths[r] for k, r in enumerate(results) if r in self.run_time_lengths
+        }
         out_types: list[int] = []
         for k, (o, r) in enumerate(zip(self.graph.output, results, strict=True)):
             # the compiled signature is the declared one: a value computed in another element
@@ -486,12 +522,22 @@ class Importer:
             if declared and element_type_of(r) != BOUNDARY_ELEMENTS[declared]:
                 results[k] = self.op(g.CastOp(r, to=str(BOUNDARY_ELEMENTS[declared])))
             out_types.append(declared)
+        out_names = [o.name for o in self.graph.output]
+        extra: dict[int, dict[str, Attribute]] = {}
+        for k, (axis, length) in bounded.items():
+            extra[k] = {RUN_TIME_AXIS_ATTR: IntegerAttr(axis, 64)}
+            extra[len(results)] = {LENGTH_OF_ATTR: StringAttr(out_names[k])}
+            results.append(length)
+            out_names.append(f"{out_names[k]}:length")
+            out_types.append(0)
         self.block.add_op(func.ReturnOp(*results))  # verified with its function
 
-        def names(ns: Sequence[str], elems: Sequence[int]) -> ArrayAttr[DictionaryAttr]:
+        def names(
+            ns: Sequence[str], elems: Sequence[int], more: dict[int, dict[str, Attribute]]
+        ) -> ArrayAttr[DictionaryAttr]:
             dicts = []
-            for n, e in zip(ns, elems, strict=True):
-                entries: dict[str, Attribute] = {NAME_ATTR: StringAttr(n)}
+            for k, (n, e) in enumerate(zip(ns, elems, strict=True)):
+                entries: dict[str, Attribute] = {NAME_ATTR: StringAttr(n), **more.get(k, {})}
                 if e in WIDENED_ELEMENTS:
                     entries[DTYPE_ATTR] = StringAttr(np.dtype(TENSOR_TYPES[e]).name)
                 dicts.append(DictionaryAttr(entries))
@@ -501,8 +547,8 @@ class Importer:
             "main",
             (arg_types, [r.type for r in results]),
             Region(self.block),
-            arg_attrs=names(arg_names, arg_elems),
-            res_attrs=names([o.name for o in self.graph.output], out_types),
+            arg_attrs=names(arg_names, arg_elems, {}),
+            res_attrs=names(out_names, out_types, extra),
         )
         module = ModuleOp([fn])
         module.verify()
@@ -581,6 +627,7 @@ class Importer:
         return types, names, [i.type.tensor_type.elem_type for i in inputs]
 
     def _convert(self, node: onnx.NodeProto) -> None:
+        self._check_static(node)
         ins = [n for n in node.input if n]
         try:
             # a node with subgraphs (If, Loop, Scan) is always converted: its converter imports

@@ -9,11 +9,13 @@ from compiler.frontend.ops import (
     control_flow,
     conv_pool,
     data_movement,
+    deform_conv,
     elementwise,
     linear_attention,
     losses,
     matmul,
     misc,
+    nonzero,
     normalization,
     ordering,
     quantization,
@@ -23,6 +25,7 @@ from compiler.frontend.ops import (
     sampling,
     scatter_gather,
     spectral,
+    tfidf_vectorizer,
 )
 
 __all__ = [
@@ -33,11 +36,13 @@ __all__ = [
     "control_flow",
     "conv_pool",
     "data_movement",
+    "deform_conv",
     "elementwise",
     "linear_attention",
     "losses",
     "matmul",
     "misc",
+    "nonzero",
     "normalization",
     "ordering",
     "quantization",
@@ -47,4 +52,5 @@ __all__ = [
     "sampling",
     "scatter_gather",
     "spectral",
+    "tfidf_vectorizer",
 ]
