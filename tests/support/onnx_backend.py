@@ -4,7 +4,8 @@ ONNX node tests it does not run (with the reason for each).
 The node tests pass attribute-like tensors (Reshape's shape, Slice's starts, Pad's pads, Clip's
 bounds, ...) as graph inputs, while ziggurat needs them at import time. So the backend compiles on
 the first `run` and binds the inputs in an attribute-like slot as initializers: shape
-specialization, as a deployment would do. Inputs of other element types than float32, int64,
+specialization, as a deployment would do. Inputs an attribute-like value is computed from (the
+expanded function bodies) are bound as well. Inputs of other element types than float32, int64,
 int32 and bool are bound too. Everything else runs through `compile_model`
 (graph -> linalg -> loops -> LLVM -> machine code).
 """
@@ -64,6 +65,7 @@ CONST_SLOTS: dict[str, tuple[int, ...]] = {
     "HammingWindow": (0,),
     "BlackmanWindow": (0,),
     "Loop": (0, 1),
+    "NonMaxSuppression": (2, 3, 4),
 }
 
 _RUNTIME_TYPES = (
@@ -74,17 +76,51 @@ _RUNTIME_TYPES = (
 )
 
 
+# Producers whose outputs depend on their input's shape only: tracing an attribute-like value
+# back stops there (the shape is static, so the input itself need not be bound).
+_SHAPE_ONLY = frozenset({"Shape", "Size"})
+
+
+def _captured(node: onnx.NodeProto) -> list[str]:
+    """Every name the node's subgraphs (If branches, Loop and Scan bodies) read, including
+    their own values, which match no outer producer or input and so are ignored."""
+    names = []
+    for a in node.attribute:
+        for body in [a.g] if a.type == onnx.AttributeProto.GRAPH else list(a.graphs):
+            for n in body.node:
+                names += [i for i in n.input if i]
+                names += _captured(n)
+    return names
+
+
 def specialized_inputs(model: onnx.ModelProto) -> set[str]:
     """Graph inputs the backend binds as constants: those of element types a compiled signature
-    cannot have, and any that feed an attribute-like slot."""
-    names = set()
-    for inp in model.graph.input:
-        if inp.type.tensor_type.elem_type not in _RUNTIME_TYPES:
-            names.add(inp.name)
-    for node in model.graph.node:
-        for i in CONST_SLOTS.get(node.op_type, ()):
-            if i < len(node.input) and node.input[i]:
-                names.add(node.input[i])
+    cannot have, and any that an attribute-like slot's value is computed from (directly, or
+    through other nodes as in the expanded function bodies: a window's length input -> Cast ->
+    Range), as a shape-specializing deployment binds them."""
+    graph = model.graph
+    names = {i.name for i in graph.input if i.type.tensor_type.elem_type not in _RUNTIME_TYPES}
+    producer = {o: node for node in graph.node for o in node.output if o}
+    inputs = {i.name for i in graph.input}
+    todo = [
+        node.input[i]
+        for node in graph.node
+        for i in CONST_SLOTS.get(node.op_type, ())
+        if i < len(node.input) and node.input[i]
+    ]
+    seen: set[str] = set()
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        if name in inputs:
+            names.add(name)
+        elif (node := producer.get(name)) is not None and node.op_type not in _SHAPE_ONLY:
+            # CastLike's second input gives only an element type; a branch or loop body's
+            # captured outer values count as the node's inputs
+            todo.extend(n for n in node.input[: 1 if node.op_type == "CastLike" else None] if n)
+            todo.extend(_captured(node))
     return names
 
 
@@ -293,10 +329,13 @@ FAMILIES: Sequence[str] = (
     r"test_range_",
     r"test_(simple_rnn|rnn_seq_length|gru|lstm)_",
     r"test_gridsample",
-    r"test_affine_grid_(2d|3d)(_align_corners)?(_cpu)?$",
+    r"test_affine_grid_(2d|3d)(_align_corners)?(_expanded)?(_cpu)?$",
     r"test_dft",
     r"test_stft",
-    r"test_(hann|hamming|blackman)window(_symmetric)?(_cpu)?$",
+    r"test_(basic_)?deform_conv",
+    r"test_tfidfvectorizer_",
+    r"test_nonzero_",
+    r"test_(hann|hamming|blackman)window(_symmetric)?(_expanded)?(_cpu)?$",
     r"test_convtranspose",
     r"test_lppool_",
     r"test_reduce_prod_",
@@ -341,18 +380,11 @@ EXCLUDED: dict[str, str] = {
     "(random mask) unsupported (inference only)",
     r"test_scan_sum": "Scan-8: onnx's version converter, upgrading it to opset 13, drops the "
     "batch axis from the model's own inputs and outputs, so the test data no longer fits",
-    r"test_range_\w*_expanded": "the expanded Range computes its Loop's trip count from graph "
-    "inputs at run time (a data-dependent output shape)",
     r"test_dft_inverse": "the expected output comes from numpy's float32 FFT: where the exact "
     "result is 0 it holds 1.9e-7 of rounding noise, over the 1e-7 tolerance (ours is ~1e-16)",
     # -- output shapes computed from run-time values (every shape is static at import)
     r"test_nonmaxsuppression_": "NonMaxSuppression's output length depends on the boxes' values",
     r"test_unique_": "Unique's output length depends on the values",
-    r"test_nonzero_": "NonZero's output length depends on the values",
-    r"test_(hann|hamming|blackman)window\w*_expanded": "the expanded body's Range takes its "
-    "length from a run-time input",
-    r"test_affine_grid_\w*_expanded": "the expanded body builds its grid from the size input "
-    "at run time (Expand, ConstantOfShape of run-time shapes)",
     # -- training-only and random operators, optional types, other domains
     r"test_(momentum|nesterov_momentum|adagrad|adam)": "training-only (ai.onnx.preview.training "
     "optimizers)",
@@ -362,12 +394,7 @@ EXCLUDED: dict[str, str] = {
     r"test_flexattention(?!\w*_expanded)": "ai.onnx.preview's FlexAttention (a preview domain) "
     "is not supported (its expanded bodies run)",
     # -- not implemented yet
-    r"test_(basic_)?deform_conv": "DeformConv is not implemented yet",
     r"test_roialign_": "RoiAlign is not implemented yet",
-    r"test_tfidfvectorizer_": "TfIdfVectorizer (n-gram counting of text pipelines) is not "
-    "implemented yet",
-    r"test_center_crop_pad_\w*_expanded": "the expanded body computes Pad's pads from the "
-    "target shape at run time (Max, Sub): a data-dependent output shape",
 }
 
 
