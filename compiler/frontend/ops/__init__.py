@@ -15,6 +15,7 @@ from compiler.frontend.ops import (
     losses,
     matmul,
     misc,
+    non_max_suppression,
     nonzero,
     normalization,
     ordering,
@@ -26,6 +27,7 @@ from compiler.frontend.ops import (
     scatter_gather,
     spectral,
     tfidf_vectorizer,
+    unique,
 )
 
 __all__ = [
@@ -42,6 +44,7 @@ __all__ = [
     "losses",
     "matmul",
     "misc",
+    "non_max_suppression",
     "nonzero",
     "normalization",
     "ordering",
@@ -53,4 +56,5 @@ __all__ = [
     "scatter_gather",
     "spectral",
     "tfidf_vectorizer",
+    "unique",
 ]
