@@ -211,6 +211,10 @@ class Importer:
         self.model = model
         self.graph = model.graph
         self.opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0)
+        self.opsets = {
+            ("" if o.domain == "ai.onnx" else o.domain): o.version for o in model.opset_import
+        }
+        """The model's operator set version of each domain ("" the default one)."""
         self.input_shapes = dict(input_shapes or {})
         self.values: MutableMapping[str, Value] = {}
         self.block = Block()
@@ -556,7 +560,7 @@ class Importer:
 
     @staticmethod
     def _supported(node: onnx.NodeProto) -> bool:
-        return node.domain in ("", "ai.onnx") and node.op_type in CONVERTERS
+        return _op_key(node) in CONVERTERS
 
     def _foldable(self, node: onnx.NodeProto) -> bool:
         """Whether the node computes from import-time constants only (so onnx's reference
@@ -564,7 +568,7 @@ class Importer:
         run-time values of the outer scope, which the evaluator of the one node lacks."""
         ins = [n for n in node.input if n]
         return (
-            node.domain in ("", "ai.onnx")
+            node.domain in ("", "ai.onnx", "ai.onnx.ml")
             and bool(ins)
             and not subgraphs(node)
             and all(isinstance(self.values.get(n), np.ndarray) for n in ins)
@@ -639,7 +643,7 @@ class Importer:
             ):
                 outs: Sequence[Value] = self._fold(node)
             else:
-                outs = CONVERTERS[node.op_type](self, node)
+                outs = CONVERTERS[_op_key(node)](self, node)
         except S.ShapeError as e:
             raise self.error(str(e)) from e
         for name, v in zip(node.output, outs, strict=False):
@@ -668,7 +672,7 @@ class Importer:
         try:
             if node.op_type in _FOLDERS:
                 return _FOLDERS[node.op_type](node, [feeds[n] for n in node.input if n])
-            ev = ReferenceEvaluator(node, opsets={"": self.opset})
+            ev = ReferenceEvaluator(node, opsets={**self.opsets, "": self.opset})
             # own, contiguous copies: a result may be a broadcast view (Expand) that later
             # evaluators would misread
             outs = [np.array(o) for o in ev.run(None, feeds)]
@@ -822,14 +826,19 @@ def _check_names(graph: onnx.GraphProto) -> None:
             _check_names(sub)
 
 
-def _schema(op_type: str, opset: int) -> onnx.defs.OpSchema | None:
-    """The operator's schema at this opset, else its newest one (None if ONNX has none)."""
+def _schema(op_type: str, opset: int, domain: str = "") -> onnx.defs.OpSchema | None:
+    """The operator's schema at this opset of its domain, else its newest one (None if ONNX
+    has none)."""
+    domain = "" if domain == "ai.onnx" else domain
     for version in (opset, onnx.defs.onnx_opset_version()):
         try:
-            return onnx.defs.get_schema(op_type, version, "")
+            return onnx.defs.get_schema(op_type, version, domain)
         except onnx.defs.SchemaError:
             continue
-    return None
+    try:
+        return onnx.defs.get_schema(op_type, domain)
+    except onnx.defs.SchemaError:
+        return None
 
 
 def counted(n: int, noun: str) -> str:
@@ -854,7 +863,8 @@ _SCHEMA_ATTR_TYPES: dict[onnx.defs.OpSchema.AttrType, str] = {
 def _check_node(imp: Importer, node: onnx.NodeProto) -> None:
     """Inputs, outputs and attributes against the operator's schema, so converters can index
     and decode them: a missing input or a wrongly typed attribute becomes a clear error."""
-    schema = _schema(node.op_type, imp.opset)
+    domain = "" if node.domain == "ai.onnx" else node.domain
+    schema = _schema(node.op_type, imp.opsets.get(domain, imp.opset), domain)
     for a in node.attribute:
         if a.ref_attr_name:
             raise imp.error(

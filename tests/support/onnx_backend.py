@@ -337,6 +337,7 @@ FAMILIES: Sequence[str] = (
     r"test_nonzero_",
     r"test_unique_",
     r"test_nonmaxsuppression_",
+    r"test_roialign_",
     r"test_(hann|hamming|blackman)window(_symmetric)?(_expanded)?(_cpu)?$",
     r"test_convtranspose",
     r"test_lppool_",
@@ -392,8 +393,6 @@ EXCLUDED: dict[str, str] = {
     r"test_ai_onnx_ml_": "the ai.onnx.ml domain (classical ML operators) is not supported",
     r"test_flexattention(?!\w*_expanded)": "ai.onnx.preview's FlexAttention (a preview domain) "
     "is not supported (its expanded bodies run)",
-    # -- not implemented yet
-    r"test_roialign_": "RoiAlign is not implemented yet",
 }
 
 

@@ -156,20 +156,19 @@ def test_truncated_onnx_file(capsys: pytest.CaptureFixture[str], cnn: Path, tmp_
 def unsupported(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A valid model with two operators ziggurat does not support."""
     nodes = [
-        helper.make_node("Unique", ["x"], ["v"], name="my_unique"),
-        helper.make_node("NonMaxSuppression", ["boxes", "scores"], ["sel"], name="my_nms"),
+        helper.make_node("Bernoulli", ["x"], ["v"], name="my_coin"),
+        helper.make_node("Multinomial", ["scores"], ["sel"], name="my_draw"),
     ]
     g = helper.make_graph(
         nodes,
         "unsupported",
         [
             helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 10]),
-            helper.make_tensor_value_info("boxes", TensorProto.FLOAT, [1, 4, 4]),
-            helper.make_tensor_value_info("scores", TensorProto.FLOAT, [1, 1, 4]),
+            helper.make_tensor_value_info("scores", TensorProto.FLOAT, [1, 4]),
         ],
         [
-            helper.make_tensor_value_info("v", TensorProto.FLOAT, [None]),
-            helper.make_tensor_value_info("sel", TensorProto.INT64, [None, 3]),
+            helper.make_tensor_value_info("v", TensorProto.FLOAT, [1, 10]),
+            helper.make_tensor_value_info("sel", TensorProto.INT32, [1, 1]),
         ],
     )
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
@@ -186,7 +185,7 @@ def test_unsupported_operators_listed_together(unsupported: Path) -> None:
     assert "Traceback" not in r.stderr
     assert r.stderr == (
         "ziggurat: error: unsupported ONNX operators (opset 17): "
-        "NonMaxSuppression (node 'my_nms'), Unique (node 'my_unique')\n"
+        "Bernoulli (node 'my_coin'), Multinomial (node 'my_draw')\n"
     )
 
 
