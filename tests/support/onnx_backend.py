@@ -339,6 +339,7 @@ FAMILIES: Sequence[str] = (
     r"test_nonmaxsuppression_",
     r"test_roialign_",
     r"test_optional_(get_element_tensor|has_element_empty_no_input)",
+    r"test_ai_onnx_ml_",
     r"test_(hann|hamming|blackman)window(_symmetric)?(_expanded)?(_cpu)?$",
     r"test_convtranspose",
     r"test_lppool_",
@@ -390,7 +391,6 @@ EXCLUDED: dict[str, str] = {
     r"test_(momentum|nesterov_momentum|adagrad|adam)": "training-only (ai.onnx.preview.training "
     "optimizers)",
     r"test_(bernoulli|randomuniformlike)": "random outputs (no reference value to match)",
-    r"test_ai_onnx_ml_": "the ai.onnx.ml domain (classical ML operators) is not supported",
     r"test_flexattention(?!\w*_expanded)": "ai.onnx.preview's FlexAttention (a preview domain) "
     "is not supported (its expanded bodies run)",
 }
