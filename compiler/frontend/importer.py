@@ -41,6 +41,7 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
 from compiler.frontend.errors import FrontendError
+from compiler.frontend.function_expansion import has_function_body, import_expanded
 from dialects import graph as g
 from dialects import graph_shapes as S
 from dialects.attributes import DTYPE_ATTR, LENGTH_OF_ATTR, NAME_ATTR, RUN_TIME_AXIS_ATTR
@@ -558,9 +559,9 @@ class Importer:
         module.verify()
         return module
 
-    @staticmethod
-    def _supported(node: onnx.NodeProto) -> bool:
-        return _op_key(node) in CONVERTERS
+    def _supported(self, node: onnx.NodeProto) -> bool:
+        """A converter, else a function body to expand (compiler/frontend/function_expansion.py)."""
+        return _op_key(node) in CONVERTERS or has_function_body(self, node)
 
     def _foldable(self, node: onnx.NodeProto) -> bool:
         """Whether the node computes from import-time constants only (so onnx's reference
@@ -642,8 +643,10 @@ class Importer:
                 and not subgraphs(node)
             ):
                 outs: Sequence[Value] = self._fold(node)
-            else:
+            elif _op_key(node) in CONVERTERS:
                 outs = CONVERTERS[_op_key(node)](self, node)
+            else:  # no converter: the operator's function body, inlined (_supported checked)
+                outs = import_expanded(self, node)
         except S.ShapeError as e:
             raise self.error(str(e)) from e
         for name, v in zip(node.output, outs, strict=False):

@@ -391,8 +391,6 @@ EXCLUDED: dict[str, str] = {
     r"test_(momentum|nesterov_momentum|adagrad|adam)": "training-only (ai.onnx.preview.training "
     "optimizers)",
     r"test_(bernoulli|randomuniformlike)": "random outputs (no reference value to match)",
-    r"test_flexattention(?!\w*_expanded)": "ai.onnx.preview's FlexAttention (a preview domain) "
-    "is not supported (its expanded bodies run)",
 }
 
 
