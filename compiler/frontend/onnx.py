@@ -28,6 +28,7 @@ from compiler.frontend.importer import (
     check_elements,
     type_name,
 )
+from compiler.frontend.scan8 import check_scan8, restore_batch_axes
 
 __all__ = [
     "CONVERTERS",
@@ -176,11 +177,13 @@ def upgrade_opset(model: onnx.ModelProto) -> onnx.ModelProto:
     opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0)
     if opset >= MIN_OPSET or opset == 0:  # 0: no default-domain operators to upgrade
         return model
+    batched = check_scan8(model) if opset < 9 else (set(), set())
     try:
-        return version_converter.convert_version(model, UPGRADE_TO_OPSET)
+        converted = version_converter.convert_version(model, UPGRADE_TO_OPSET)
     except Exception as e:  # the converter reports unconvertible nodes as RuntimeError & co.
         why = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise FrontendError(
             f"ONNX opset {opset} model could not be upgraded to opset {UPGRADE_TO_OPSET} by "
             f"onnx's version converter: {why}"
         ) from None
+    return restore_batch_axes(model, converted, batched)
