@@ -350,6 +350,8 @@ UNIT_TESTED = {
         "tests/compiler/test_quantized_models.py",
     ),
     "Einsum": "tests/compiler/frontend/test_ops_math.py",
+    "Optional": "tests/compiler/frontend/test_ops_optional.py",
+    "ai.onnx.ml.TreeEnsembleRegressor": "tests/compiler/frontend/test_ops_ml.py",
 }
 """Operators whose numeric tests live elsewhere, with where."""
 
@@ -378,7 +380,10 @@ def _node_tested_operators() -> set[str]:
             and not any(p.search(name) for p in excluded)
             and in_scope(case.model)
         ):
-            ops |= {n.op_type for n in case.model.graph.node}
+            ops |= {
+                n.op_type if n.domain in ("", "ai.onnx") else f"{n.domain}.{n.op_type}"
+                for n in case.model.graph.node
+            }
     return ops
 
 

@@ -20,17 +20,39 @@ function-defined is expanded again by the same path.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from contextvars import ContextVar
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 import onnx
 from onnx import helper
 from xdsl.dialects.builtin import TensorType
+from xdsl.ir import SSAValue
 
-if TYPE_CHECKING:
-    from compiler.frontend.importer import Importer, Value
+from compiler.frontend.errors import FrontendError
+from compiler.frontend.onnx_graph import all_nodes, op_key, subgraphs
+
+Value = SSAValue | np.ndarray
+
+
+class Importer(Protocol):
+    """What expansion needs of compiler.frontend.importer.Importer, which calls it (a protocol,
+    so this module does not import the importer back)."""
+
+    opset: int
+    opsets: dict[str, int]
+    label: str
+    min_opset: int
+
+    def has_converter(self, key: str) -> bool: ...
+
+    def error(self, msg: str) -> FrontendError: ...
+
+    def lookup(self, name: str) -> Value: ...
+
+    def subgraph(self, body: onnx.GraphProto, args: Sequence[Value], where: str) -> list[Value]: ...
+
 
 MAX_EXPANSION_DEPTH = 16
 """The most function expansions nested in one another: ONNX's bodies nest two or three deep;
@@ -75,9 +97,6 @@ def has_function_body(imp: Importer, node: onnx.NodeProto) -> bool:
     node is reported as unsupported with the others (Bernoulli, whose body draws with
     RandomUniformLike). Operators of the node's own graph attributes (FlexAttention's score_mod)
     are the model's: an unsupported one fails when imported, naming the inner node."""
-    from compiler.frontend.errors import FrontendError
-    from compiler.frontend.importer import CONVERTERS, _all_nodes, _op_key, subgraphs
-
     found = _version(node, _opsets(imp))
     if found is None:
         return False
@@ -85,12 +104,12 @@ def has_function_body(imp: Importer, node: onnx.NodeProto) -> bool:
         fn, opsets = _function(imp, node, *found)
     except FrontendError:
         return True  # importing it says why
-    given = {_op_key(n) for _, graph in subgraphs(node) for n in _all_nodes(graph)}
+    given = {op_key(n) for _, graph in subgraphs(node) for n in all_nodes(graph)}
     body = onnx.GraphProto()
     body.node.extend(fn.node)
-    for n in _all_nodes(body):
-        key = _op_key(n)
-        if key not in CONVERTERS and key not in given and _version(n, opsets) is None:
+    for n in all_nodes(body):
+        key = op_key(n)
+        if not imp.has_converter(key) and key not in given and _version(n, opsets) is None:
             return False
     return True
 
@@ -154,12 +173,10 @@ def _function(
     if "" not in declared:
         _check_assumed_opset(imp, fn, opsets[""])
     opsets.update(declared)
-    from compiler.frontend.importer import MIN_OPSET
-
-    if opsets[""] < MIN_OPSET:
+    if opsets[""] < imp.min_opset:
         raise imp.error(
             f"its function body is written for opset {opsets['']}, below the oldest opset "
-            f"ziggurat imports ({MIN_OPSET}); converting it is not supported"
+            f"ziggurat imports ({imp.min_opset}); converting it is not supported"
         )
     return fn, opsets
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 import re
 from collections import ChainMap
-from collections.abc import Callable, Iterator, MutableMapping, Sequence
+from collections.abc import Callable, MutableMapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -42,6 +42,10 @@ from xdsl.utils.exceptions import VerifyException
 
 from compiler.frontend.errors import FrontendError
 from compiler.frontend.function_expansion import has_function_body, import_expanded
+from compiler.frontend.onnx_graph import all_graphs as _all_graphs
+from compiler.frontend.onnx_graph import all_nodes as _all_nodes
+from compiler.frontend.onnx_graph import op_key as _op_key
+from compiler.frontend.onnx_graph import subgraphs
 from dialects import graph as g
 from dialects import graph_shapes as S
 from dialects.attributes import DTYPE_ATTR, LENGTH_OF_ATTR, NAME_ATTR, RUN_TIME_AXIS_ATTR
@@ -559,6 +563,13 @@ class Importer:
         module.verify()
         return module
 
+    min_opset = MIN_OPSET
+
+    @staticmethod
+    def has_converter(key: str) -> bool:
+        """Whether a converter is registered for this domain-qualified operator."""
+        return key in CONVERTERS
+
     def _supported(self, node: onnx.NodeProto) -> bool:
         """A converter, else a function body to expand (compiler/frontend/function_expansion.py)."""
         return _op_key(node) in CONVERTERS or has_function_body(self, node)
@@ -759,17 +770,6 @@ def _inferred_shapes(
     return shapes
 
 
-def subgraphs(node: onnx.NodeProto) -> list[tuple[str, onnx.GraphProto]]:
-    """The node's graph-valued attributes (If's branches, Loop's and Scan's body) by name."""
-    found = []
-    for a in node.attribute:
-        if a.type == onnx.AttributeProto.GRAPH:
-            found.append((a.name, a.g))
-        elif a.type == onnx.AttributeProto.GRAPHS:
-            found.extend((f"{a.name}[{k}]", g_) for k, g_ in enumerate(a.graphs))
-    return found
-
-
 def _outer_names(node: onnx.NodeProto) -> set[str]:
     """The names the node's subgraphs read from enclosing scopes (outer-scope references)."""
     found: set[str] = set()
@@ -782,24 +782,6 @@ def _outer_names(node: onnx.NodeProto) -> set[str]:
         used.update(o.name for o in sub.output if o.name not in defined)
         found |= used
     return found
-
-
-def _all_graphs(graph: onnx.GraphProto) -> Iterator[onnx.GraphProto]:
-    """The graph and, recursively, every subgraph of its nodes."""
-    yield graph
-    for node in graph.node:
-        for _, sub in subgraphs(node):
-            yield from _all_graphs(sub)
-
-
-def _all_nodes(graph: onnx.GraphProto) -> Iterator[onnx.NodeProto]:
-    for gr in _all_graphs(graph):
-        yield from gr.node
-
-
-def _op_key(node: onnx.NodeProto) -> str:
-    """The operator's name in error messages: its type, prefixed by a non-default domain."""
-    return node.op_type if node.domain in ("", "ai.onnx") else f"{node.domain}.{node.op_type}"
 
 
 def _check_names(graph: onnx.GraphProto) -> None:
