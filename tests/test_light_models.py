@@ -2,10 +2,13 @@
 version converter on import) compile and match onnxruntime, as shipped and with random weights.
 
 As shipped their weights are constants, so the output says little; the weighted variant
-(tests/support/light_models.py) makes every layer count. Together about 2.5 min on 2 cores.
+(tests/support/light_models.py) makes every layer count, and is what CI runs (about 2.5 min on
+2 cores); `ZIGGURAT_FULL_ZOO=1` runs the models as shipped too.
 """
 
 from __future__ import annotations
+
+import os
 
 import numpy as np
 import onnx
@@ -38,6 +41,14 @@ def test_the_nine_light_models_are_opset_9():
         assert [o.version for o in model.opset_import if o.domain in ("", "ai.onnx")] == [9]
 
 
+FULL = os.environ.get("ZIGGURAT_FULL_ZOO") == "1"
+
+
+@pytest.mark.skipif(
+    not FULL,
+    reason="as shipped, the weights differ from the random-weights run only in value (the same "
+    "graph, the same kernels) and the output says little; ZIGGURAT_FULL_ZOO=1 runs it",
+)
 @pytest.mark.parametrize("name", light_models.NAMES)
 def test_light_model_as_shipped_matches_onnxruntime(name: str):
     model = onnx.load(light_models.path(name))

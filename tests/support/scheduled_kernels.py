@@ -8,6 +8,7 @@ Every kernel is `func.func @kernel` with its output buffer(s) last.
 
 from __future__ import annotations
 
+import math
 import random
 
 import numpy as np
@@ -120,6 +121,10 @@ def run_kernel(
     return out
 
 
+MAX_UNROLLED_BODIES = 64
+"""The most body copies a random schedule's unroll-jam factors make (their product)."""
+
+
 def random_schedules(src: str, count: int, seed: int) -> list[list[str]]:
     """Random but valid schedule pass lists for the kernel in src (tiles, orders, unrolls, vector loop)."""
     ctx = make_context()
@@ -141,6 +146,15 @@ def random_schedules(src: str, count: int, seed: int) -> list[list[str]]:
                 unroll.append(width * rng.choice([1, 2]))
             else:
                 unroll.append(rng.choice([1, 2, 3]))
+        # at most MAX_UNROLLED_BODIES copies of the body (a vectorized loop's factor counts in
+        # vectors): larger products test nothing new and take half a minute to compile
+
+        def copies(d: int, factors: list[int] = unroll, vec: int = vec, width: int = width) -> int:
+            return factors[d] // width if d == vec else factors[d]
+
+        while math.prod(copies(d) for d in range(n)) > MAX_UNROLLED_BODIES:
+            d = max(range(n), key=copies)
+            unroll[d] = width if d == vec else 1
         passes = [
             f"tile{{sizes={','.join(map(str, tiles))}}}",
             f"interchange{{order={','.join(map(str, order))}}}",
