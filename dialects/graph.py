@@ -662,21 +662,13 @@ class GeluOp(UnaryOp):
 
 
 @irdl_op_definition
-class CastOp(GraphOp):
+class CastOp(UnaryOp):
     """Element type conversion to `to` (f32, i64, i32 or i1), with ONNX's semantics: float to
     integer truncates toward zero, anything to bool is `!= 0`."""
 
     name = "graph.cast"
-    x = operand_def(AnyTensor)
-    result = result_def(AnyTensor)
     to = prop_def(StringAttr, default_value=StringAttr("f32"))
     traits = traits_def(Pure(), FusionPattern(PatternKind.ELEMENTWISE))
-
-    assembly_format = "$x attr-dict `:` functional-type(operands, results)"
-
-    @classmethod
-    def infer_shape(cls, shapes: list[Any], p: dict[str, Any]) -> Shape:
-        return shapes[0]
 
     @classmethod
     def infer_element_type(cls, elements: list[Any], p: dict[str, Any]) -> Attribute:
@@ -850,20 +842,12 @@ class ShiftRightOp(BinaryOp):
 
 
 @irdl_op_definition
-class BitcastOp(GraphOp):
+class BitcastOp(UnaryOp):
     """The same bits read as another element type of the same width (f32 <-> i32)."""
 
     name = "graph.bitcast"
-    x = operand_def(AnyTensor)
-    result = result_def(AnyTensor)
     to = prop_def(StringAttr, default_value=StringAttr("i32"))
     traits = traits_def(Pure(), FusionPattern(PatternKind.ELEMENTWISE))
-
-    assembly_format = "$x attr-dict `:` functional-type(operands, results)"
-
-    @classmethod
-    def infer_shape(cls, shapes: list[Any], p: dict[str, Any]) -> Shape:
-        return shapes[0]
 
     @classmethod
     def infer_element_type(cls, elements: list[Any], p: dict[str, Any]) -> Attribute:

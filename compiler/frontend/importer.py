@@ -338,6 +338,8 @@ class Importer:
         return v
 
     def _check_static(self, node: onnx.NodeProto) -> None:
+        if not self.run_time_lengths:  # the common case: no walk over subgraphs per node
+            return
         for name in [*node.input, *_outer_names(node)]:
             v = self.values.get(name) if name else None
             if isinstance(v, SSAValue) and v in self.run_time_lengths:
@@ -380,6 +382,13 @@ class Importer:
             check_elements(shape, what, limit)
         except FrontendError as e:
             raise self.error(str(e)) from None
+
+    def check_composed(self, elements: int, what: str) -> None:
+        """Refuse a composition whose largest intermediate would hold more than
+        MAX_COMPOSED_ELEMENTS elements: `what` (the operator, its sizes and that count), then
+        the limit."""
+        if elements > MAX_COMPOSED_ELEMENTS:
+            raise self.error(f"{what}, over the limit of {MAX_COMPOSED_ELEMENTS}")
 
     # -- subgraphs ------------------------------------------------------------------------
 

@@ -36,3 +36,16 @@ def graph_model(
         [numpy_helper.from_array(np.asarray(v), n) for n, v in inits],
     )
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+
+
+def assert_outputs_match(
+    ours: dict[str, np.ndarray], refs: Sequence[Any], tol: float = 1e-5
+) -> None:
+    """Every output of a compiled model (name -> array, in order) against the reference's list:
+    same count, shapes and dtypes, values within `tol` (relative and absolute)."""
+    assert len(ours) == len(refs)
+    for (name, o), r in zip(ours.items(), refs, strict=True):
+        r = np.asarray(r)
+        assert o.shape == r.shape, name
+        assert o.dtype == r.dtype, name
+        np.testing.assert_allclose(o, r, rtol=tol, atol=tol, err_msg=name)

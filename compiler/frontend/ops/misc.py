@@ -17,7 +17,6 @@ from xdsl.dialects.builtin import f32, i64
 from xdsl.ir import SSAValue
 
 from compiler.frontend.importer import (
-    MAX_COMPOSED_ELEMENTS,
     Importer,
     Value,
     attrs,
@@ -33,11 +32,7 @@ MAX_DET_SIZE = 4
 
 
 def _check_size(imp: Importer, total: int, what: str) -> None:
-    if total > MAX_COMPOSED_ELEMENTS:
-        raise imp.error(
-            f"{what} needs an intermediate of {total} elements, over the limit of "
-            f"{MAX_COMPOSED_ELEMENTS}"
-        )
+    imp.check_composed(total, f"{what} needs an intermediate of {total} elements")
 
 
 def _check_float(imp: Importer, x: SSAValue, what: str) -> None:

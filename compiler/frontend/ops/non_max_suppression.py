@@ -29,7 +29,6 @@ from xdsl.dialects.builtin import i64
 from xdsl.ir import SSAValue
 
 from compiler.frontend.importer import (
-    MAX_COMPOSED_ELEMENTS,
     Importer,
     Value,
     attrs,
@@ -150,11 +149,9 @@ def convert_non_max_suppression(imp: Importer, node: onnx.NodeProto) -> list[Val
         )
     pairs = b * c
     largest = max(pairs * n * n, pairs * per_class * pairs)
-    if largest > MAX_COMPOSED_ELEMENTS:
-        raise imp.error(
-            f"{pairs} (batch, class) pairs of {n} boxes need {largest} pairwise comparisons, "
-            f"over the limit of {MAX_COMPOSED_ELEMENTS}"
-        )
+    imp.check_composed(
+        largest, f"{pairs} (batch, class) pairs of {n} boxes need {largest} pairwise comparisons"
+    )
     boxes, scores = imp.value(node.input[0]), imp.value(node.input[1])
     scores = imp.op(g.ReshapeOp(scores, shape=[pairs, n]))
     zero = imp.constant(np.int64(0))

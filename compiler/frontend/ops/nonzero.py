@@ -16,7 +16,6 @@ from xdsl.dialects.builtin import i1, i64
 from xdsl.ir import SSAValue
 
 from compiler.frontend.importer import (
-    MAX_COMPOSED_ELEMENTS,
     Importer,
     Value,
     converter,
@@ -41,11 +40,9 @@ def convert_nonzero(imp: Importer, node: onnx.NodeProto) -> list[Value]:
     if not shape:
         raise imp.error("a rank-0 input is not supported (NonZero needs at least one axis)")
     n = math.prod(shape)
-    if n * n > MAX_COMPOSED_ELEMENTS:
-        raise imp.error(
-            f"NonZero over {n} elements needs {n * n} pairwise comparisons to place them, over "
-            f"the limit of {MAX_COMPOSED_ELEMENTS}"
-        )
+    imp.check_composed(
+        n * n, f"NonZero over {n} elements needs {n * n} pairwise comparisons to place them"
+    )
     flat = imp.op(g.ReshapeOp(x, shape=[n]))
     if element_type_of(flat) == i1:
         mask = flat

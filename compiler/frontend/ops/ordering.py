@@ -15,7 +15,6 @@ from xdsl.dialects.builtin import f32, i32, i64
 from xdsl.ir import SSAValue
 
 from compiler.frontend.importer import (
-    MAX_COMPOSED_ELEMENTS,
     Importer,
     Value,
     attrs,
@@ -118,11 +117,11 @@ def convert_hardmax(imp: Importer, node: onnx.NodeProto) -> list[Value]:
 def _check_pairwise(imp: Importer, shape: tuple[int, ...], axis: int, what: str) -> None:
     n = shape[axis]
     total = math.prod(shape) * n
-    if total > MAX_COMPOSED_ELEMENTS:
-        raise imp.error(
-            f"{what} along an axis of {n} elements of a {list(shape)} tensor needs {total} "
-            f"pairwise comparisons, over the limit of {MAX_COMPOSED_ELEMENTS}"
-        )
+    imp.check_composed(
+        total,
+        f"{what} along an axis of {n} elements of a {list(shape)} tensor needs {total} "
+        "pairwise comparisons",
+    )
 
 
 @converter("TopK")

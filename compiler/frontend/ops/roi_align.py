@@ -41,7 +41,6 @@ from xdsl.dialects.builtin import f32, i32, i64
 from xdsl.ir import SSAValue
 
 from compiler.frontend.importer import (
-    MAX_COMPOSED_ELEMENTS,
     Importer,
     Value,
     attrs,
@@ -65,11 +64,7 @@ it (a roi with more samples per bin than this is beyond float32's resolution any
 
 def _check_size(imp: Importer, shape: list[int], what: str) -> None:
     total = math.prod(shape)
-    if total > MAX_COMPOSED_ELEMENTS:
-        raise imp.error(
-            f"{what} needs an intermediate of {total} elements (shape {shape}), over the limit "
-            f"of {MAX_COMPOSED_ELEMENTS}"
-        )
+    imp.check_composed(total, f"{what} needs an intermediate of {total} elements (shape {shape})")
 
 
 @converter("RoiAlign")

@@ -21,7 +21,6 @@ from xdsl.dialects.builtin import i1, i64
 from xdsl.ir import SSAValue
 
 from compiler.frontend.importer import (
-    MAX_COMPOSED_ELEMENTS,
     Importer,
     Value,
     attrs,
@@ -285,11 +284,11 @@ def scatter_rows(
             acc = imp.op(g.WhereOp(imp.op(g.ConstantOp(mask)), val, acc))
         return acc
     size = m * u * (1 if reduction == "none" else r) + m * r
-    if size > MAX_COMPOSED_ELEMENTS:
-        raise imp.error(
-            f"scattering {u} run-time indexed updates into {m} positions would build "
-            f"{size} intermediate elements, over the limit of {MAX_COMPOSED_ELEMENTS}"
-        )
+    imp.check_composed(
+        size,
+        f"scattering {u} run-time indexed updates into {m} positions would build {size} "
+        "intermediate elements",
+    )
     rows = imp.constant(np.arange(m, dtype=np.int64).reshape(m, 1))
     match = imp.op(g.EqualOp(rows, imp.op(g.ReshapeOp(target, [1, u]))))  # [M, U]
     hit = imp.op(g.ReshapeOp(imp.op(g.ReduceMaxOp(match, axes=[1], keepdims=1)), [m, 1]))

@@ -22,7 +22,6 @@ from xdsl.dialects.builtin import IntegerType
 from xdsl.ir import SSAValue
 
 from compiler.frontend.importer import (
-    MAX_COMPOSED_ELEMENTS,
     Importer,
     Value,
     attrs,
@@ -74,12 +73,11 @@ def _count(
     if not windows:
         return None
     size = b * len(grams) * len(windows) * n
-    if size > MAX_COMPOSED_ELEMENTS:
-        raise imp.error(
-            f"matching {len(grams)} pool {n}-grams against {len(windows)} windows of "
-            f"{b} row(s) needs an intermediate of {size} elements, over the limit of "
-            f"{MAX_COMPOSED_ELEMENTS}"
-        )
+    imp.check_composed(
+        size,
+        f"matching {len(grams)} pool {n}-grams against {len(windows)} windows of {b} row(s) "
+        f"needs an intermediate of {size} elements",
+    )
     idx = imp.constant(np.asarray(windows, dtype=np.int64))
     items = imp.op(g.GatherOp(x, idx, axis=1))  # [B, W, n]
     items = imp.op(g.ReshapeOp(items, [b, 1, len(windows), n]))
@@ -114,13 +112,11 @@ def _place(imp: Importer, found: list[SSAValue], columns: list[int], b: int, out
             layers.append(layer)
         layer[col] = k
     if len(layers) > MAX_GATHER_LAYERS:
-        size = (zero + 1) * out
-        if size > MAX_COMPOSED_ELEMENTS:
-            raise imp.error(
-                f"summing {zero} n-grams into {out} output columns (up to {len(layers)} per "
-                f"column) needs a {zero + 1} x {out} matrix, over the limit of "
-                f"{MAX_COMPOSED_ELEMENTS} elements"
-            )
+        imp.check_composed(
+            (zero + 1) * out,
+            f"summing {zero} n-grams into {out} output columns (up to {len(layers)} per "
+            f"column) needs a {zero + 1} x {out} matrix",
+        )
         onehot = np.zeros((zero + 1, out), np.float32)
         onehot[np.arange(zero), columns] = 1.0
         return imp.op(g.MatmulOp(freq_all, imp.constant(onehot)))

@@ -25,7 +25,6 @@ from xdsl.dialects.builtin import f32, i1, i32, i64
 from xdsl.ir import SSAValue
 
 from compiler.frontend.importer import (
-    MAX_COMPOSED_ELEMENTS,
     Importer,
     Value,
     attrs,
@@ -98,12 +97,8 @@ def convert_unique(imp: Importer, node: onnx.NodeProto) -> list[Value]:
         rows = imp.op(g.ReshapeOp(x, shape=[m, 1]))
         y_axis = 0
     r = imp.shape_of(rows)[1]
-    if m * m * r > MAX_COMPOSED_ELEMENTS:
-        what = f"{m} slices of {r} elements" if "axis" in a else f"{m} elements"
-        raise imp.error(
-            f"Unique over {what} needs {m * m * r} pairwise comparisons, over the limit of "
-            f"{MAX_COMPOSED_ELEMENTS}"
-        )
+    what = f"{m} slices of {r} elements" if "axis" in a else f"{m} elements"
+    imp.check_composed(m * m * r, f"Unique over {what} needs {m * m * r} pairwise comparisons")
     if element_type_of(rows) == i1:  # compared as integers
         rows = imp.op(g.CastOp(rows, to=str(i32)))
 

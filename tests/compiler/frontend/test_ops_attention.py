@@ -14,6 +14,7 @@ from onnx.reference import ReferenceEvaluator
 from compiler.frontend.errors import FrontendError
 from compiler.frontend.onnx import import_onnx
 from compiler.model import compile_model
+from tests.support.references import assert_outputs_match
 
 F, I64, B = TensorProto.FLOAT, TensorProto.INT64, TensorProto.BOOL
 
@@ -45,13 +46,7 @@ def check(
     model: onnx.ModelProto, feeds: dict[str, np.ndarray], tol: float = 1e-5
 ) -> dict[str, np.ndarray]:
     ours = compile_model(model).run(feeds)
-    refs = ReferenceEvaluator(model).run(None, feeds)
-    assert len(ours) == len(refs)
-    for (name, o), r in zip(ours.items(), refs, strict=True):
-        r = np.asarray(r)
-        assert o.shape == r.shape, name
-        assert o.dtype == r.dtype, name
-        np.testing.assert_allclose(o, r, rtol=tol, atol=tol, err_msg=name)
+    assert_outputs_match(ours, ReferenceEvaluator(model).run(None, feeds), tol)
     return ours
 
 

@@ -15,6 +15,7 @@ from compiler.frontend import importer
 from compiler.frontend.errors import FrontendError
 from compiler.frontend.onnx import import_onnx
 from compiler.model import compile_model
+from tests.support.references import assert_outputs_match
 from tests.support.references import onnxruntime_run as reference
 
 F, I64, B = TensorProto.FLOAT, TensorProto.INT64, TensorProto.BOOL
@@ -52,13 +53,7 @@ def check(m: onnx.ModelProto, *feed_sets: dict[str, np.ndarray]) -> None:
     """Compile once; every feed set against onnxruntime."""
     compiled = compile_model(m)
     for feeds in feed_sets:
-        ours = compiled.run(feeds)
-        refs = reference(m, feeds)
-        assert len(ours) == len(refs)
-        for (name, o), r in zip(ours.items(), refs, strict=True):
-            assert o.shape == r.shape, name
-            assert o.dtype == r.dtype, name
-            np.testing.assert_allclose(o, r, rtol=1e-5, atol=1e-5, err_msg=name)
+        assert_outputs_match(compiled.run(feeds), reference(m, feeds))
 
 
 def fails(m: onnx.ModelProto, *fragments: str) -> str:

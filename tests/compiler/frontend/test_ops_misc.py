@@ -13,6 +13,7 @@ from onnx.reference import ReferenceEvaluator
 from compiler.frontend.errors import FrontendError
 from compiler.frontend.onnx import import_onnx
 from compiler.model import compile_model
+from tests.support.references import assert_outputs_match
 
 F, I64, I32 = TensorProto.FLOAT, TensorProto.INT64, TensorProto.INT32
 
@@ -34,13 +35,7 @@ def make(nodes, inputs, outputs, opset: int, inits=None) -> onnx.ModelProto:
 
 def check(model: onnx.ModelProto, feeds: dict[str, np.ndarray], tol: float = 1e-5) -> None:
     ours = compile_model(model).run(feeds)
-    refs = ReferenceEvaluator(model).run(None, feeds)
-    assert len(ours) == len(refs)
-    for (name, o), r in zip(ours.items(), refs, strict=True):
-        r = np.asarray(r)
-        assert o.shape == r.shape, name
-        assert o.dtype == r.dtype, name
-        np.testing.assert_allclose(o, r, rtol=tol, atol=tol, err_msg=name)
+    assert_outputs_match(ours, ReferenceEvaluator(model).run(None, feeds), tol)
 
 
 def import_error(model: onnx.ModelProto, match: str) -> str:
