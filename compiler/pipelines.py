@@ -38,6 +38,18 @@ LEVELS: dict[str, tuple[str, ...]] = {
 
 ORDER: tuple[str, ...] = (IMPORTED, *LEVELS)
 
+GPU_LEVEL = "gpu"
+"""The GPU sibling of `loops` (it follows `buffers`): kernels as gpu.module kernels with block and
+thread ids, @main's calls as gpu.launch_func. The printers of compiler/backends/gpu take it from
+there; its passes depend on the target preset (passes/schedule/gpu_target.py)."""
+DEFAULT_GPU_TARGET = "opencl-cpu"
+"""The preset `ziggurat-opt -p to-gpu` uses: the OpenCL device every CI machine has (PoCL)."""
+
+
+def gpu_passes(target: str) -> list[str]:
+    """The passes that produce the gpu level for `target` from the buffers level."""
+    return [f"default-schedule{{target={target}}}", f"convert-linalg-to-gpu{{target={target}}}"]
+
 
 class PipelineError(ValueError):
     """An unknown level, levels out of order, or a named pipeline that cannot be expanded."""
@@ -67,6 +79,8 @@ PIPELINES: dict[str, str] = {
     "cpu-default": ",".join(lowering(IMPORTED, "llvm-dialect")),
     # every level as its own pipeline: `-p buffers` lowers a tensor-level module to buffers
     **{f"to-{level}": ",".join(passes) for level, passes in LEVELS.items()},
+    # buffers -> gpu (then compiler/backends/gpu prints OpenCL C or CUDA C)
+    "to-gpu": ",".join(gpu_passes(DEFAULT_GPU_TARGET)),
     # Cleanups that every level tolerates; handy after a hand-written transform.
     "cleanup": "canonicalize,cse,dce",
 }

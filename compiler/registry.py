@@ -32,6 +32,7 @@ PASSES: dict[str, str] = {
     # cross-level lowerings
     "convert-graph-to-linalg": "passes.conversions.convert_graph_to_linalg:ConvertGraphToLinalgPass",
     "convert-linalg-to-loops": "passes.conversions.linalg_to_loops:ConvertLinalgToLoopsPass",
+    "convert-linalg-to-gpu": "passes.conversions.linalg_to_gpu:ConvertLinalgToGpuPass",
     "convert-vector-to-llvm": "passes.conversions.convert_vector_to_llvm:ConvertVectorToLLVMPass",
     "convert-memref-to-llvm": "passes.conversions.convert_memref_to_llvm:ConvertMemRefToLLVMPass",
     "convert-math-to-llvm": "passes.conversions.convert_math_to_llvm:ConvertMathToLLVMPass",

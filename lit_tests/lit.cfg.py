@@ -46,3 +46,12 @@ _mlir_opt = shutil.which("mlir-opt-22") or (
 if _mlir_opt:
     config.available_features.add("mlir-opt")
     config.substitutions.append((_WORD.format("mlir-opt"), _mlir_opt))
+
+# ptxas (CUDA toolkit) checks the PTX that mlir-opt-22 makes from our gpu level.
+_ptxas = shutil.which("ptxas") or (
+    "/usr/local/cuda/bin/ptxas" if os.path.exists("/usr/local/cuda/bin/ptxas") else None
+)
+if _ptxas:
+    config.available_features.add("ptxas")
+    config.substitutions.append((_WORD.format("ptxas"), _ptxas))
+config.substitutions.append((_WORD.format("python"), sys.executable))

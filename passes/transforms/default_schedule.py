@@ -13,11 +13,14 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.dialects.linalg import ops as linalg
 from xdsl.passes import ModulePass
+from xdsl.utils.exceptions import DiagnosticException
 
 from dialects.sched import SCHEDULE_ATTR_NAME
 from passes.analysis.kernel_access import analyze_kernel
 from passes.schedule.attached import set_schedule
 from passes.schedule.default import default_schedule, parallel_schedule
+from passes.schedule.gpu_default import gpu_default_schedule
+from passes.schedule.gpu_target import gpu_target
 from passes.schedule.options import check_threads_option, check_width_option
 
 
@@ -33,11 +36,24 @@ class DefaultSchedulePass(ModulePass):
     threads: int = 1
     """With more than one, the outer loops of large kernels run across threads (parallelize)."""
 
+    target: str = ""
+    """A GPU target preset (passes/schedule/gpu_target.py): schedules with GPU meanings for it
+    (passes/schedule/gpu_default.py); empty = this CPU."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         check_width_option(self.name, self.width)
         check_threads_option(self.name, self.threads)
+        gpu = None
+        if self.target:
+            try:
+                gpu = gpu_target(self.target)
+            except ValueError as e:
+                raise DiagnosticException(f"{self.name}: option 'target': {e}") from e
         for g in op.walk():
             if isinstance(g, linalg.GenericOp) and SCHEDULE_ATTR_NAME not in g.attributes:
                 info = analyze_kernel(g)
+                if gpu is not None:
+                    set_schedule(g, gpu_default_schedule(info, gpu))
+                    continue
                 s = default_schedule(info, self.width or None)
                 set_schedule(g, parallel_schedule(s, info, self.threads))

@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from typing import TypeVar, cast
 
 from xdsl.builder import Builder
-from xdsl.dialects import arith, func, memref, scf
+from xdsl.dialects import arith, func, gpu, memref, scf
 from xdsl.dialects.builtin import (
     AnyFloat,
     DenseIntOrFPElementsAttr,
@@ -104,7 +104,7 @@ class Emitter:
             # at the very start of the function: an alloca in LLVM's entry block is promoted to
             # registers; one after earlier loops would be a dynamic stack allocation
             entry = self.kernel.parent_block()
-            while entry is not None and not isinstance(entry.parent_op(), func.FuncOp):
+            while entry is not None and not isinstance(entry.parent_op(), func.FuncOp | gpu.FuncOp):
                 entry = entry.parent_op().parent_block()  # type: ignore[union-attr]
             at = (
                 InsertPoint.at_start(entry)

@@ -12,7 +12,7 @@ Every shape is static, so peeling produces static trip counts and no masks.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 
 from xdsl.dialects import scf
 from xdsl.dialects.builtin import IndexType
@@ -108,10 +108,7 @@ class LoopNestGenerator:
         """The tile loop of the `depth`-th loop in the order, and everything inside it; `skip`: the
         loops already tiled by the scf.parallel."""
         if depth == self.num_loops:
-            if self.schedule.pack:
-                with packed_operands(self.emitter, self.io, self.schedule.pack, start, size):
-                    self._point_level(0, start, size)
-            else:
+            with self.operand_panels(start, size):
                 self._point_level(0, start, size)
             return
         d = self.schedule.order[depth]
@@ -129,6 +126,12 @@ class LoopNestGenerator:
             self._split_reduction(d, tile, start, size, inner)
         else:
             self._split(d, tile, start, size, inner)
+
+    def operand_panels(self, start: list[Pos], size: list[int]) -> AbstractContextManager[None]:
+        """Around the point loops of one innermost cache tile: the packed operands' panels."""
+        if not self.schedule.pack:
+            return nullcontext()
+        return packed_operands(self.emitter, self.io, self.schedule.pack, start, size)
 
     @contextmanager
     def _in_phase(self, first: bool, last: bool) -> Iterator[None]:
