@@ -69,6 +69,7 @@ def bench_model(
     compare_unoptimized: bool = False,
     schedules: Sequence[str | ModulePass] = (),
     notes: dict[str, Attribute] | None = None,
+    target: str = "cpu",
 ) -> dict[str, Any]:
     """Compile, check and time a model against onnxruntime in the same run (and, with
     `compare_unoptimized`, against itself without the graph-level passes). `schedules`: passes
@@ -76,7 +77,9 @@ def bench_model(
     receives the compiled model's `ziggurat.*` module attributes."""
     proto = load_model(model)  # the frontend's checks (external data rules) for a path too
     t0 = time.perf_counter()
-    compiled = compile_model(proto, optimize=optimize, schedules=schedules, threads=threads)
+    compiled = compile_model(
+        proto, optimize=optimize, schedules=schedules, threads=threads, target=target
+    )
     compile_s = time.perf_counter() - t0
     if notes is not None:
         notes.update(compiled.notes)
@@ -95,6 +98,7 @@ def bench_model(
     t = time_interleaved(engines, seconds)
     result: dict[str, Any] = {
         "model": proto.graph.name,
+        "target": target if target == "cpu" else f"{target} ({compiled.program.device_name})",
         "threads": threads,
         "compile_s": round(compile_s, 3),
         "compile_breakdown_s": {k: round(v, 3) for k, v in compiled.timings.items()},

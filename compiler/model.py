@@ -23,12 +23,13 @@ from xdsl.ir import Attribute
 from xdsl.passes import ModulePass
 
 from compiler import parallel_runtime
+from compiler.backends.gpu.compile import APIS, check_available, load_program, preset_for
 from compiler.backends.llvm_cpu.compile import compile_module as compile_llvm
 from compiler.errors import CompileError, InputError
 from compiler.frontend.onnx import import_onnx
 from compiler.parallel_compile import compile_split, default_workers
 from compiler.pass_runner import make_context, run_passes
-from compiler.pipelines import IMPORTED, LEVELS, levels_between
+from compiler.pipelines import GPU_LEVEL, IMPORTED, LEVELS, gpu_passes, levels_between
 from compiler.runtime import aligned_copy, aligned_empty
 from dialects.attributes import (
     DTYPE_ATTR,
@@ -39,6 +40,9 @@ from dialects.attributes import (
 )
 from dialects.dense import numpy_dtype
 from passes.analysis.main_function import main_function
+
+TARGETS = ("cpu", *APIS)
+"""Where a model can run: this CPU (LLVM through llvmlite), an OpenCL device, a CUDA GPU."""
 
 LEVEL_NAMES = tuple(LEVELS)
 """IR levels in lowering order; `llvm-ir` and `asm` come from the backend after the last one."""
@@ -82,6 +86,25 @@ def lower(
         run_passes(ctx, module, level_passes(lvl, schedules, threads))
         if timings is not None:
             timings[lvl] = time.perf_counter() - t0
+    return module
+
+
+def lower_to_gpu(
+    module: ModuleOp,
+    preset: str,
+    ctx: Context | None = None,
+    timings: dict[str, float] | None = None,
+    optimize: bool = True,
+    start: str = IMPORTED,
+) -> ModuleOp:
+    """Lower a module in place down to the gpu level, its kernels scheduled for `preset`
+    (a GPU target of passes/schedule/gpu_target.py)."""
+    ctx = ctx or make_context()
+    lower(module, "buffers", ctx, timings, optimize=optimize, start=start)
+    t0 = time.perf_counter()
+    run_passes(ctx, module, gpu_passes(preset))
+    if timings is not None:
+        timings[GPU_LEVEL] = time.perf_counter() - t0
     return module
 
 
@@ -233,6 +256,8 @@ def compile_module(
     jobs: int | None = None,
     schedules: Sequence[str | ModulePass] = (),
     threads: int = 1,
+    target: str = "cpu",
+    preset: str | None = None,
 ) -> CompiledModel:
     """Compile a graph-level module to a runnable CompiledModel (as it is, unless `optimize`).
 
@@ -244,12 +269,35 @@ def compile_module(
     ctx = ctx or make_context()
     timings: dict[str, float] = {}
     ins, outs = _signature(module)
+    if target != "cpu":
+        return _compile_gpu(module, target, preset, ctx, timings, optimize, ins, outs)
     lower(module, "loops", ctx, timings, optimize=optimize, schedules=schedules, threads=threads)
     notes = {k: v for k, v in module.attributes.items() if k.startswith(MODULE_NOTES_PREFIX)}
     t0 = time.perf_counter()
     program, _ = compile_split(module, ctx, jobs or default_workers())
     timings["llvm+machine-code"] = time.perf_counter() - t0
     return CompiledModel(ins, outs, program, timings, threads, notes)
+
+
+def _compile_gpu(
+    module: ModuleOp,
+    api: str,
+    preset: str | None,
+    ctx: Context,
+    timings: dict[str, float],
+    optimize: bool,
+    ins: list[TensorSpec],
+    outs: list[TensorSpec],
+) -> CompiledModel:
+    """The GPU half of compile_module: the gpu level for `preset` (default: the device's kind),
+    its kernels printed as OpenCL C or CUDA C and loaded by that runtime."""
+    check_available(api)
+    lower_to_gpu(module, preset or preset_for(api), ctx, timings, optimize=optimize)
+    notes = {k: v for k, v in module.attributes.items() if k.startswith(MODULE_NOTES_PREFIX)}
+    t0 = time.perf_counter()
+    program = load_program(module, api, len(ins))
+    timings[f"{api}-build"] = time.perf_counter() - t0
+    return CompiledModel(ins, outs, program, timings, 1, notes)
 
 
 def compile_model(
@@ -259,19 +307,34 @@ def compile_model(
     optimize: bool = True,
     schedules: Sequence[str | ModulePass] = (),
     threads: int = 1,
+    preset: str | None = None,
 ) -> CompiledModel:
-    """Import an ONNX model (path or ModelProto) and compile it for `target`.
+    """Import an ONNX model (path or ModelProto) and compile it for `target`: "cpu", "opencl"
+    or "cuda".
 
+    `preset`: for a GPU target, the device kind the kernels are scheduled for
+    (passes/schedule/gpu_target.py; default: that of the device they run on).
     `optimize=False` skips the graph-level passes (folding, fusion): one kernel per operator.
     `schedules`: passes run on the kernels before the default schedules, e.g. the tuner's
     `autotune.apply_pass.tuned_schedules(db)` or a hand-written `tile{sizes=... op=1}`.
     """
+    if target not in TARGETS:
+        raise CompileError(f"unknown target '{target}' (available: {', '.join(TARGETS)})")
     if target != "cpu":
-        raise CompileError(f"unknown target '{target}' (available: cpu)")
+        check_available(target)  # before the work: no GPU, no point compiling for one
+        if schedules:
+            raise CompileError(f"tuned schedules are CPU schedules; target '{target}' has none")
     t0 = time.perf_counter()
     module = import_model(model, input_shapes)
     t_import = time.perf_counter() - t0
-    compiled = compile_module(module, optimize=optimize, schedules=schedules, threads=threads)
+    compiled = compile_module(
+        module,
+        optimize=optimize,
+        schedules=schedules,
+        threads=threads,
+        target=target,
+        preset=preset,
+    )
     compiled.timings = {"import": t_import, **compiled.timings}
     return compiled
 

@@ -1,6 +1,7 @@
 """Workarounds for xDSL 0.74 bugs that hostile or mangled MLIR input hits, in one place.
 
-Applied once, on import, by the drivers that parse MLIR text (compiler/opt.py). Each patch keeps
+Applied once, on import, by the drivers that parse or print MLIR text (compiler/cli/opt.py and
+compiler/cli/main.py). Each patch keeps
 xDSL's behaviour on valid input and says which bug it works around; drop it when xDSL is fixed.
 """
 
@@ -9,7 +10,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from xdsl.dialects.builtin import IntegerType
+from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, IntegerType, i1
+from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.mlir_lexer import MLIRLexer
 
@@ -35,10 +37,27 @@ def _verify_integer_width(self: IntegerType) -> None:
     _original_integer_verify(self)
 
 
+_original_dense_print: Callable[..., None] = DenseIntOrFPElementsAttr.print_without_type
+
+
+def _print_dense_without_type(self: DenseIntOrFPElementsAttr, printer: Printer) -> None:
+    """xDSL prints a large dense i1 attribute as hex with one byte per element; MLIR reads i1
+    hex as packed bits and rejects it (gpt2's causal mask). Print such an attribute as a list
+    of true/false, which both read the same."""
+    if self.get_element_type() == i1 and len(self) > 100 and not self.is_splat():
+        shape = self.get_shape() if self.shape_is_complete else (len(self),)
+        printer.print_string("dense<")
+        self._print_dense_list(self.get_values(), shape, printer)  # type: ignore[arg-type]
+        printer.print_string(">")
+        return
+    _original_dense_print(self, printer)
+
+
 def apply() -> None:
     """Install the patches (idempotent)."""
     MLIRLexer._unescaped_characters_regex = _STRING_LITERAL
     IntegerType.verify = _verify_integer_width  # type: ignore[method-assign]
+    DenseIntOrFPElementsAttr.print_without_type = _print_dense_without_type  # type: ignore[method-assign]
 
 
 apply()

@@ -19,10 +19,16 @@ from typing import Any, BinaryIO, NoReturn
 from xdsl.ir import Attribute
 from xdsl.passes import ModulePass
 
-from compiler.pipelines import LEVELS
+from compiler import xdsl_workarounds  # noqa: F401 - patches xDSL's printer on import
+from compiler.pipelines import GPU_LEVEL, LEVELS
 
-EMIT_LEVELS = (*LEVELS, "llvm-ir", "asm")
-"""What `ziggurat compile --emit` prints: every IR level, then LLVM IR or assembly."""
+GPU_EMITS = (GPU_LEVEL, "opencl", "cuda")
+"""The GPU side of `--emit`: the gpu level (MLIR) and the kernels as OpenCL C or CUDA C."""
+EMIT_LEVELS = (*LEVELS, "llvm-ir", "asm", *GPU_EMITS)
+"""What `ziggurat compile --emit` prints: every IR level, then LLVM IR or assembly, and the
+GPU level and kernel source."""
+TARGETS = ("cpu", "opencl", "cuda")
+"""`--target`: where the model runs (compiler.model.TARGETS; not imported: --help stays fast)."""
 
 
 class UsageError(Exception):
@@ -119,6 +125,9 @@ def cmd_compile(args: argparse.Namespace) -> int:
         )
         if not args.output:
             return 0
+    if args.emit in GPU_EMITS or args.target != "cpu":
+        _emit_gpu(args, shapes, optimize)
+        return 0
     module = import_model(_model_arg(args.model), shapes)
     schedules = _schedules(args.db, args.threads)
     if args.emit in LEVELS:
@@ -137,6 +146,31 @@ def cmd_compile(args: argparse.Namespace) -> int:
     if args.verbose:
         print(f"compiled in {time.perf_counter() - t0:.2f} s", file=sys.stderr)
     return 0
+
+
+def _emit_gpu(args: argparse.Namespace, shapes: dict[str, list[int]], optimize: bool) -> None:
+    """`--emit gpu|opencl|cuda`: the gpu level or the kernel source. The schedules are for the
+    device kind: CUDA's, or that of this machine's OpenCL device (a GPU's when there is none);
+    `--emit gpu` takes the kind from --target (CUDA's by default)."""
+    from compiler.backends.gpu.compile import kernel_source, preset_for, unavailable_reason
+    from compiler.model import import_model, lower_to_gpu
+
+    if args.emit not in GPU_EMITS:
+        raise UsageError(
+            f"--target {args.target} compiles for a GPU: --emit one of {', '.join(GPU_EMITS)}"
+        )
+    if args.db:
+        raise UsageError("--db holds CPU schedules; GPU kernels use their default schedules")
+    api = args.emit if args.emit != GPU_LEVEL else ("opencl" if args.target == "opencl" else "cuda")
+    if api == "opencl" and args.target == "cuda" or api == "cuda" and args.target == "opencl":
+        raise UsageError(f"--emit {args.emit} does not fit --target {args.target}")
+    if api == "cuda":
+        preset = "cuda"
+    else:
+        preset = preset_for("opencl") if unavailable_reason("opencl") is None else "opencl-gpu"
+    module = import_model(_model_arg(args.model), shapes)
+    lower_to_gpu(module, preset, optimize=optimize)
+    _write(str(module) if args.emit == GPU_LEVEL else kernel_source(module, api), args.output)
 
 
 def _load_npz(path: str) -> dict:
@@ -165,13 +199,15 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     _check_threads(args.threads)
     _check_readable(args.model, "model file")
+    if args.target != "cpu" and args.db:
+        raise UsageError("--db holds CPU schedules; GPU kernels use their default schedules")
     feeds = _load_npz(args.inputs)
     model = compile_model(
         args.model,
         parse_input_shapes(args.input_shape),
         target=args.target,
         optimize=not args.no_graph_opt,
-        schedules=_schedules(args.db, args.threads),
+        schedules=_schedules(args.db, args.threads) if args.target == "cpu" else [],
         threads=args.threads,
     )
     if args.db:
@@ -204,12 +240,15 @@ def cmd_bench(args: argparse.Namespace) -> int:
     from compiler.benchmark import bench_model
 
     notes: dict[str, Attribute] = {}
+    if args.target != "cpu" and args.db:
+        raise UsageError("--db holds CPU schedules; GPU kernels use their default schedules")
     result = bench_model(
         _model_arg(args.model),
         args.threads,
         args.seconds,
-        schedules=_schedules(args.db, args.threads),
+        schedules=_schedules(args.db, args.threads) if args.target == "cpu" else [],
         notes=notes,
+        target=args.target,
     )
     if args.db:
         _report_db_use(notes)
@@ -220,7 +259,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
             f"model            {result['model']}\n"
             f"cpu              {result['cpu']}\n"
             f"compile          {result['compile_s']:.2f} s  {result['compile_breakdown_s']}\n"
-            f"ziggurat         {result['ziggurat_ms']:.3f} ms   (threads={args.threads})\n"
+            f"ziggurat         {result['ziggurat_ms']:.3f} ms   (target={result['target']}, "
+            f"threads={args.threads})\n"
             f"onnxruntime      {result['onnxruntime_ms']:.3f} ms   (threads={args.threads})\n"
             f"ratio            {result['ratio']:.2f}x onnxruntime latency   max |err| {result['max_abs_err']:.2e}\n"
         )
@@ -397,13 +437,24 @@ def build_parser() -> argparse.ArgumentParser:
         default=1,
         help="run the outer loops of large kernels on this many threads",
     )
+    c.add_argument(
+        "--target",
+        default="cpu",
+        choices=TARGETS,
+        help="with --emit gpu: schedule the kernels for this kind of device (opencl, cuda)",
+    )
     c.set_defaults(fn=cmd_compile)
 
     r = sub.add_parser("run", help="run a model on inputs from an .npz file")
     r.add_argument("model")
     r.add_argument("--inputs", required=True)
     r.add_argument("--output", required=True)
-    r.add_argument("--target", default="cpu", choices=["cpu"])
+    r.add_argument(
+        "--target",
+        default="cpu",
+        choices=TARGETS,
+        help="this CPU, an OpenCL device (ZIGGURAT_OPENCL_DEVICE=P:D picks one), a CUDA GPU",
+    )
     r.add_argument("--input-shape", action="append", metavar="NAME=1x3x224x224")
     r.add_argument("--no-graph-opt", action="store_true", help="skip folding and fusion")
     r.add_argument(
@@ -419,6 +470,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     b.add_argument("--seconds", type=float, default=1.0, help="minimum timing time per engine")
     b.add_argument("--json", action="store_true")
+    b.add_argument("--target", default="cpu", choices=TARGETS, help="where ziggurat runs the model")
     b.add_argument(
         "--db", help="apply the best schedules recorded by `ziggurat tune` in this database"
     )

@@ -1,0 +1,7 @@
+"""The GPU back ends: gpu-level modules (passes/conversions/linalg_to_gpu) -> OpenCL C or CUDA C,
+and the runtimes that run them behind the CPU's executable interface.
+
+- `c_printer`: a gpu.module's kernels as OpenCL C or CUDA C (one printer, two flavours).
+- `host_plan`: @main's buffers and launches, read once from the gpu-level IR.
+- `opencl_runtime` / `cuda_runtime`: weights uploaded once, one device arena, numpy in and out.
+"""
