@@ -3,5 +3,8 @@ and the runtimes that run them behind the CPU's executable interface.
 
 - `c_printer`: a gpu.module's kernels as OpenCL C or CUDA C (one printer, two flavours).
 - `host_plan`: @main's buffers and launches, read once from the gpu-level IR.
+- `device_program`: the `function("main")` interface both runtimes share with the CPU's.
 - `opencl_runtime` / `cuda_runtime`: weights uploaded once, one device arena, numpy in and out.
+- `cuda_check`: CUDA C compiled to PTX with nvcc (checks the source where no GPU is).
+- `compile`: the above put together for the model API and the CLI.
 """

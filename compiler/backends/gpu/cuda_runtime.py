@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from math import prod
 from typing import Any
@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from compiler.backends.gpu.cuda_check import nvcc_path
+from compiler.backends.gpu.device_program import DeviceProgram
 from compiler.backends.gpu.host_plan import BufferRef, HostPlan
 from compiler.errors import CompileError
 
@@ -75,7 +76,7 @@ def _device_context(index: int | None) -> tuple[Any, Any]:
     return _contexts[index]
 
 
-class CudaProgram:
+class CudaProgram(DeviceProgram):
     """`plan`'s @main with the kernels of `source` (CUDA C, `extern "C" __global__`) on CUDA
     device `device` (default: $ZIGGURAT_CUDA_DEVICE, else 0). CompileError for an nvcc error
     (with its diagnostics), a kernel missing from the source or a block size or grid the
@@ -236,16 +237,6 @@ class CudaProgram:
                 if a.nbytes:
                     cuda.memcpy_dtoh(a, buf)
             cuda.Context.synchronize()
-
-    def function(self, name: str) -> Callable[..., None]:
-        """The callable for `name` (only "main"): `(*inputs, *outputs)`, numpy arrays."""
-        if name != "main":
-            raise KeyError(f"no function {name!r}; have ['main']")
-
-        def main(*arrays: np.ndarray) -> None:
-            self.run(*arrays)
-
-        return main
 
     def profile(self, feeds: Sequence[Any] | Mapping[str, Any]) -> list[tuple[str, float]]:
         """Each launch's kernel name and device time in seconds (CUDA events around it), on the

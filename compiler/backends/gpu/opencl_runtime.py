@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from math import prod
 from typing import Any
 
 import numpy as np
 
+from compiler.backends.gpu.device_program import DeviceProgram
 from compiler.backends.gpu.host_plan import BufferRef, HostPlan
 from compiler.errors import CompileError
 
@@ -97,7 +98,7 @@ def _buffer(cl: Any, context: Any, nbytes: int, data: np.ndarray | None = None) 
     return cl.Buffer(context, flags, size=max(nbytes, 1))
 
 
-class OpenCLProgram:
+class OpenCLProgram(DeviceProgram):
     """`plan`'s @main with the kernels of `source` (OpenCL C) on `device` (default:
     `select_device()`). CompileError for a build error (with the log), a kernel missing from
     the source or a block size the device or kernel cannot take."""
@@ -208,16 +209,6 @@ class OpenCLProgram:
             if a.nbytes:
                 cl.enqueue_copy(self.queue, a, buf, is_blocking=False)
         self.queue.finish()
-
-    def function(self, name: str) -> Callable[..., None]:
-        """The callable for `name` (only "main"): `(*inputs, *outputs)`, numpy arrays."""
-        if name != "main":
-            raise KeyError(f"no function {name!r}; have ['main']")
-
-        def main(*arrays: np.ndarray) -> None:
-            self.run(*arrays)
-
-        return main
 
     def profile(self, feeds: Sequence[Any] | Mapping[str, Any]) -> list[tuple[str, float]]:
         """Each launch's kernel name and device time in seconds (OpenCL profiling events), on

@@ -16,17 +16,18 @@ from contextlib import contextmanager
 from xdsl.dialects import arith, gpu, memref
 from xdsl.ir import Attribute, SSAValue
 
-from passes.analysis.kernel_access import OperandAccess
 from passes.conversions.linalg_to_loops.emitter import Emitter, Pos
 from passes.conversions.linalg_to_loops.operand_io import OperandIO
+from passes.conversions.linalg_to_loops.packing import (
+    box_corner,
+    box_strides,
+    panel_box,
+    read_from_panel,
+    restore,
+)
 
 WorkgroupBuffer = Callable[[int, Attribute, int], SSAValue]
 """`(operand, element type, elements) -> a 1-D workgroup buffer` (memref<N x T, 3>)."""
-
-
-def box_of(access: OperandAccess, size: Sequence[int]) -> list[int]:
-    """The extent of each of the operand's dimensions that a tile of loop extents `size` reads."""
-    return [1 + sum(c * (size[d] - 1) for d, c in enumerate(row)) for row in access.coefs]
 
 
 @contextmanager
@@ -46,31 +47,19 @@ def staged_operands(
     with emitter.scope():
         for operand in operands:
             access = io.accesses[operand]
-            box = box_of(access, size)
-            strides = [math.prod(box[r + 1 :]) for r in range(len(box))]
+            box = panel_box(access, size)
             elem = access.value.type.element_type  # type: ignore[attr-defined]
             panel = buffer(operand, elem, math.prod(box))
-            corner = [
-                emitter.linear_index(row, access.consts[r], start)
-                for r, row in enumerate(access.coefs)
-            ]
+            corner = box_corner(emitter, access, start)
+            strides = box_strides(box)
             _cooperative_copy(emitter, access.value, panel, corner, box, strides, thread, threads)
-            linear = [
-                sum(strides[r] * row[d] for r, row in enumerate(access.coefs))
-                for d in range(io.num_loops)
-            ]
-            io.accesses[operand] = OperandAccess(
-                panel, False, (math.prod(box),), (1,), 0, [linear], [0], linear
-            )
-            io.panel_origins[operand] = emitter.linear_index(linear, 0, start)
+            read_from_panel(emitter, io, operand, panel, box, start)
         emitter.insert(gpu.BarrierOp())
         try:
             yield
         finally:
             emitter.insert(gpu.BarrierOp())
-            for operand, access in saved.items():
-                io.accesses[operand] = access
-                io.panel_origins.pop(operand, None)
+            restore(io, saved)
 
 
 def _cooperative_copy(

@@ -30,30 +30,61 @@ def packed_operands(
     with emitter.scope():
         for operand in operands:
             access = io.accesses[operand]
-            box = [1 + sum(c * (size[d] - 1) for d, c in enumerate(row)) for row in access.coefs]
-            strides = [math.prod(box[r + 1 :]) for r in range(len(box))]
+            box = panel_box(access, size)
             elem = access.value.type.element_type  # type: ignore[attr-defined]
             panel = emitter.stack_buffer(("pack", operand, tuple(box)), elem, math.prod(box))
-            corner = [
-                emitter.linear_index(row, access.consts[r], start)
-                for r, row in enumerate(access.coefs)
-            ]
-            copy_box(emitter, access.value, panel, corner, box, strides)
-            # read from the panel: linear index = sum_d linear[d] * pos_d - (the same at the start)
-            linear = [
-                sum(strides[r] * row[d] for r, row in enumerate(access.coefs))
-                for d in range(io.num_loops)
-            ]
-            io.accesses[operand] = OperandAccess(
-                panel, False, (math.prod(box),), (1,), 0, [linear], [0], linear
-            )
-            io.panel_origins[operand] = emitter.linear_index(linear, 0, start)
+            corner = box_corner(emitter, access, start)
+            copy_box(emitter, access.value, panel, corner, box, box_strides(box))
+            read_from_panel(emitter, io, operand, panel, box, start)
         try:
             yield
         finally:
-            for operand, access in saved.items():
-                io.accesses[operand] = access
-                io.panel_origins.pop(operand, None)
+            restore(io, saved)
+
+
+def panel_box(access: OperandAccess, size: Sequence[int]) -> list[int]:
+    """The extent of each of the operand's dimensions that a tile of loop extents `size` reads."""
+    return [1 + sum(c * (size[d] - 1) for d, c in enumerate(row)) for row in access.coefs]
+
+
+def box_strides(box: Sequence[int]) -> list[int]:
+    """Row-major strides of a panel holding `box`."""
+    return [math.prod(box[r + 1 :]) for r in range(len(box))]
+
+
+def box_corner(emitter: Emitter, access: OperandAccess, start: Sequence[Pos]) -> list[SSAValue]:
+    """The operand's indices of the box's first element, for the tile starting at `start`."""
+    return [
+        emitter.linear_index(row, access.consts[r], start) for r, row in enumerate(access.coefs)
+    ]
+
+
+def read_from_panel(
+    emitter: Emitter,
+    io: OperandIO,
+    operand: int,
+    panel: SSAValue,
+    box: Sequence[int],
+    start: Sequence[Pos],
+) -> None:
+    """Make `io` read `operand` from `panel` (the box copied there) until `restore`: linear index
+    = sum_d linear[d] * pos_d minus the same at the tile's start."""
+    access = io.accesses[operand]
+    strides = box_strides(box)
+    linear = [
+        sum(strides[r] * row[d] for r, row in enumerate(access.coefs)) for d in range(io.num_loops)
+    ]
+    io.accesses[operand] = OperandAccess(
+        panel, False, (math.prod(box),), (1,), 0, [linear], [0], linear
+    )
+    io.panel_origins[operand] = emitter.linear_index(linear, 0, start)
+
+
+def restore(io: OperandIO, saved: dict[int, OperandAccess]) -> None:
+    """Read the operands from their buffers again (after read_from_panel)."""
+    for operand, access in saved.items():
+        io.accesses[operand] = access
+        io.panel_origins.pop(operand, None)
 
 
 def copy_box(
