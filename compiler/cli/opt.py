@@ -136,6 +136,14 @@ class ZigguratOptMain(xDSLOptMain):
             self.register_pass(name, factory)
         self.register_pass(TestFailPass.name, lambda: TestFailPass)
 
+    def register_all_targets(self) -> None:
+        super().register_all_targets()
+        from compiler.backends.gpu.targets import TARGETS
+
+        for name, target in TARGETS.items():
+            # a factory without parameters (xDSL looks at the signature)
+            self.available_targets[name] = (lambda t: lambda: t)(target)
+
     def register_all_arguments(self, arg_parser: argparse.ArgumentParser) -> None:
         super().register_all_arguments(arg_parser)
         add_driver_flags(arg_parser)
