@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+from xdsl.dialects.arith import CMPF_COMPARISON_OPERATIONS
 from xdsl.dialects.builtin import (
     DenseIntOrFPElementsAttr,
     FloatAttr,
@@ -161,27 +162,8 @@ def _scalar_op(op: Operation, a: list[Any], dims: Sequence[Any]) -> Any:
             return np.where(a[0], a[1], a[2])
         case "arith.cmpf":
             pred = op.properties["predicate"].value.data  # type: ignore[attr-defined]
-            names = list(_CMPF)  # MLIR order: false, oeq, ogt, oge, olt, ole, one, ord, ueq, ...
-            order = [
-                "false",
-                "oeq",
-                "ogt",
-                "oge",
-                "olt",
-                "ole",
-                "one",
-                "ord",
-                "ueq",
-                "ugt",
-                "uge",
-                "ult",
-                "ule",
-                "une",
-                "uno",
-                "true",
-            ]
-            name = order[pred]
-            assert name in names, name
+            name = CMPF_COMPARISON_OPERATIONS[pred]  # MLIR's predicate order
+            assert name in _CMPF, name
             return _CMPF[name](a[0], a[1])
         case "arith.cmpi":
             pred = op.properties["predicate"].value.data  # type: ignore[attr-defined]

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from xdsl.dialects import func, gpu
+from xdsl.dialects.arith import CMPF_COMPARISON_OPERATIONS, CMPI_COMPARISON_OPERATIONS
 from xdsl.dialects.builtin import (
     DenseArrayBase,
     DenseIntOrFPElementsAttr,
@@ -183,25 +184,8 @@ _CMPF = {
 """arith.cmpf predicates as C: C's comparisons are false on NaN (ordered), their negations true
 (unordered); `!=` is true on NaN. In OpenCL the same text on float vectors gives 0 / -1 masks."""
 
-_CMPF_NAMES = (
-    "false",
-    "oeq",
-    "ogt",
-    "oge",
-    "olt",
-    "ole",
-    "one",
-    "ord",
-    "ueq",
-    "ugt",
-    "uge",
-    "ult",
-    "ule",
-    "une",
-    "uno",
-    "true",
-)
-_CMPI_NAMES = ("eq", "ne", "slt", "sle", "sgt", "sge", "ult", "ule", "ugt", "uge")
+_CMPF_NAMES = CMPF_COMPARISON_OPERATIONS  # in MLIR's predicate order
+_CMPI_NAMES = CMPI_COMPARISON_OPERATIONS
 _CMPI_OPERATORS = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 
 _OPENCL_RESERVED = frozenset(

@@ -7,8 +7,7 @@ source's pointer (the kernel applies its type's static offset and strides); only
 moves it, by a constant byte shift. Anything else in @main is refused with HostPlanError.
 
 Which of @main's arguments are outputs (the CPU convention: inputs, then output buffers) is
-given by the caller (`num_inputs`) or inferred: the outputs start at the first argument that
-some kernel writes.
+given by the caller (`num_inputs`, from the model's signature).
 """
 
 from __future__ import annotations
@@ -28,7 +27,6 @@ from xdsl.dialects.builtin import (
     StringAttr,
 )
 from xdsl.ir import Operation, SSAValue
-from xdsl.traits import MemoryEffectKind, get_effects
 
 from compiler.errors import CompileError, InputError
 from dialects.attributes import NAME_ATTR
@@ -134,7 +132,6 @@ _VIEW_OPS = (
     memref.ReinterpretCastOp,
     memref.CastOp,
 )
-_READ_ONLY_OPS = frozenset({"vector.load", "vector.transfer_read", "vector.maskedload"})
 
 
 def _where(op: Operation) -> str:
@@ -167,28 +164,6 @@ def _arg_names(main: func.FuncOp) -> list[str]:
         attr = main.arg_attrs.data[i].data.get(NAME_ATTR) if main.arg_attrs else None
         names.append(attr.data if isinstance(attr, StringAttr) else f"arg{i}")
     return names
-
-
-def _written_args(kernel: gpu.FuncOp) -> set[int]:
-    """The kernel's arguments that it (may) write, through any chain of views: every use that
-    is not a view or a known read counts as a write."""
-    written: set[int] = set()
-    for i, arg in enumerate(kernel.body.block.args):
-        todo: list[SSAValue] = [arg]
-        while todo and i not in written:
-            value = todo.pop()
-            for use in value.uses:
-                op = use.operation
-                if isinstance(op, _VIEW_OPS) and use.index == 0:
-                    todo.extend(op.results)
-                    continue
-                if op.name in _READ_ONLY_OPS:
-                    continue
-                effects = get_effects(op)
-                if effects is None or any(e.kind == MemoryEffectKind.WRITE for e in effects):
-                    written.add(i)
-                    break
-    return written
 
 
 def _kernels(module: ModuleOp) -> dict[tuple[str, str], gpu.FuncOp]:
@@ -235,7 +210,7 @@ def _weight(module: ModuleOp, name: str, where: str) -> np.ndarray:
 class _Reader:
     """One pass over @main's block."""
 
-    def __init__(self, module: ModuleOp, main: func.FuncOp, num_inputs: int | None):
+    def __init__(self, module: ModuleOp, main: func.FuncOp, num_inputs: int):
         self.module = module
         self.main = main
         self.kernels = _kernels(module)
@@ -245,7 +220,6 @@ class _Reader:
         self.arena: SSAValue | None = None
         self.arena_bytes = 0
         self.launches: list[Launch] = []
-        self.launched: list[gpu.FuncOp] = []  # each launch's gpu.func
         self.num_inputs = num_inputs
 
     def int_of(self, value: SSAValue, what: str, op: Operation) -> int:
@@ -299,20 +273,11 @@ class _Reader:
 
     def split(self, nargs: int) -> int:
         """How many of @main's arguments are inputs."""
-        if self.num_inputs is not None:
-            if not 0 <= self.num_inputs <= nargs:
-                raise HostPlanError(
-                    f"@main has {nargs} arguments; cannot have {self.num_inputs} inputs"
-                )
-            return self.num_inputs
-        written: set[int] = set()
-        for launch, kernel in zip(self.launches, self.launched, strict=True):
-            for k in _written_args(kernel):
-                ref = launch.args[k]
-                if ref.kind == "input":
-                    assert isinstance(ref.key, int)
-                    written.add(ref.key)
-        return min(written, default=nargs)
+        if not 0 <= self.num_inputs <= nargs:
+            raise HostPlanError(
+                f"@main has {nargs} arguments; cannot have {self.num_inputs} inputs"
+            )
+        return self.num_inputs
 
     def visit(self, op: Operation) -> None:
         if isinstance(op, arith.ConstantOp):
@@ -396,13 +361,12 @@ class _Reader:
                 )
             args.append(self.ref_of(v, op))
         self.launches.append(Launch(path[1], grid, block, tuple(args)))
-        self.launched.append(kernel)
 
 
-def build_plan(module: ModuleOp, num_inputs: int | None = None) -> HostPlan:
+def build_plan(module: ModuleOp, num_inputs: int) -> HostPlan:
     """Read the gpu-level @main of `module` into a HostPlan (HostPlanError for what the GPU
     runtimes cannot run). `num_inputs`: how many of @main's arguments are inputs (the rest are
-    output buffers); None infers it from which arguments the kernels write."""
+    output buffers; the model's signature says, bufferize joins the two lists)."""
     main = main_function(module)
     if main is None or not main.body.blocks:
         raise HostPlanError("the module has no func.func @main with a body")

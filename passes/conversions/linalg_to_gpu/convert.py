@@ -9,6 +9,7 @@ barrier between all the threads of a grid). The kernel bodies come from nest.py.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 
 from xdsl.builder import Builder
@@ -191,15 +192,17 @@ class _KernelBuilder:
         shared memory; see ../shared/GPU.md: never memref.alloca in address space 3)."""
         made: dict[int, SSAValue] = {}
 
-        def buffer(operand: int, elem: Attribute, elements: int) -> SSAValue:
+        def buffer(operand: int, elem: Attribute, box: list[int]) -> SSAValue:
+            # the first box is a full step's (remainder steps come after and are smaller)
             if operand not in made:
-                typ = MemRefType(elem, [elements], NoneAttr(), WORKGROUP)
+                typ = MemRefType(elem, [math.prod(box)], NoneAttr(), WORKGROUP)
                 sym = f"{kernel_fn.sym_name.data}_stage{operand}"
                 glob = memref.GlobalOp.get(StringAttr(sym), typ, UnitAttr())
                 Builder(InsertPoint.before(kernel_fn)).insert(glob)
                 get = memref.GetGlobalOp(sym, typ)
                 Builder(InsertPoint.at_start(kernel_fn.body.block)).insert(get)
                 made[operand] = get.memref
+            assert math.prod(box) <= made[operand].type.get_shape()[0]  # type: ignore[attr-defined]
             return made[operand]
 
         return buffer

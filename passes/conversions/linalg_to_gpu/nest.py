@@ -20,10 +20,11 @@ from xdsl.ir import Operation, SSAValue
 
 from dialects.sched import Schedule
 from passes.analysis.kernel_access import KernelInfo
-from passes.conversions.linalg_to_gpu.staging import WorkgroupBuffer, staged_operands
+from passes.conversions.linalg_to_gpu.staging import staged_operands
 from passes.conversions.linalg_to_loops.emitter import Pos
 from passes.conversions.linalg_to_loops.fusion import Fusion
 from passes.conversions.linalg_to_loops.loop_nest import LoopNestGenerator
+from passes.conversions.linalg_to_loops.packing import PanelMaker
 from passes.schedule.gpu_rules import GpuMapping
 
 
@@ -35,7 +36,7 @@ class GpuLoopNestGenerator(LoopNestGenerator):
         info: KernelInfo,
         schedule: Schedule,
         mapping: GpuMapping,
-        buffer: WorkgroupBuffer,
+        buffer: PanelMaker,
         fusion: Fusion | None = None,
     ):
         super().__init__(info, schedule, fusion)

@@ -10,27 +10,17 @@ from overwriting what a slower thread still reads.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
 
 from xdsl.dialects import arith, gpu, memref
-from xdsl.ir import Attribute, SSAValue
+from xdsl.ir import SSAValue
 
 from passes.conversions.linalg_to_loops.emitter import Emitter, Pos
 from passes.conversions.linalg_to_loops.operand_io import OperandIO
-from passes.conversions.linalg_to_loops.packing import (
-    box_corner,
-    box_strides,
-    panel_box,
-    read_from_panel,
-    restore,
-)
-
-WorkgroupBuffer = Callable[[int, Attribute, int], SSAValue]
-"""`(operand, element type, elements) -> a 1-D workgroup buffer` (memref<N x T, 3>)."""
+from passes.conversions.linalg_to_loops.packing import PanelMaker, operand_panels
 
 
-@contextmanager
 def staged_operands(
     emitter: Emitter,
     io: OperandIO,
@@ -39,27 +29,21 @@ def staged_operands(
     size: list[int],
     thread: SSAValue,
     threads: int,
-    buffer: WorkgroupBuffer,
-) -> Iterator[None]:
+    buffer: PanelMaker,
+) -> AbstractContextManager[None]:
     """Copy each staged operand's box of the tile at (start, size) into its workgroup buffer
-    (cooperatively, `thread` of `threads`); code generated inside reads the buffers."""
-    saved = {operand: io.accesses[operand] for operand in operands}
-    with emitter.scope():
-        for operand in operands:
-            access = io.accesses[operand]
-            box = panel_box(access, size)
-            elem = access.value.type.element_type  # type: ignore[attr-defined]
-            panel = buffer(operand, elem, math.prod(box))
-            corner = box_corner(emitter, access, start)
-            strides = box_strides(box)
-            _cooperative_copy(emitter, access.value, panel, corner, box, strides, thread, threads)
-            read_from_panel(emitter, io, operand, panel, box, start)
+    (`buffer(operand, element type, box)`), cooperatively (`thread` of `threads`), between
+    barriers; code generated inside the `with` reads the buffers."""
+
+    def copy(
+        src: SSAValue, panel: SSAValue, corner: list[SSAValue], box: list[int], strides: list[int]
+    ) -> None:
+        _cooperative_copy(emitter, src, panel, corner, box, strides, thread, threads)
+
+    def barrier() -> None:
         emitter.insert(gpu.BarrierOp())
-        try:
-            yield
-        finally:
-            emitter.insert(gpu.BarrierOp())
-            restore(io, saved)
+
+    return operand_panels(emitter, io, operands, start, size, buffer, copy, barrier)
 
 
 def _cooperative_copy(

@@ -9,82 +9,86 @@ tile (see passes/transforms/pack.py).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
 
 from xdsl.dialects import arith, memref
-from xdsl.ir import SSAValue
+from xdsl.ir import Attribute, SSAValue
 
 from passes.analysis.kernel_access import OperandAccess
 from passes.conversions.linalg_to_loops.emitter import Emitter, Pos
 from passes.conversions.linalg_to_loops.operand_io import OperandIO
 
+PanelMaker = Callable[[int, Attribute, list[int]], SSAValue]
+"""`(operand, element type, box) -> a 1-D buffer` holding the box's elements (row-major)."""
+BoxCopy = Callable[[SSAValue, SSAValue, list[SSAValue], list[int], list[int]], None]
+"""`(source, panel, corner, box, row-major strides)`: emits the copy of the box into the panel."""
 
-@contextmanager
+
 def packed_operands(
     emitter: Emitter, io: OperandIO, operands: Sequence[int], start: list[Pos], size: list[int]
-) -> Iterator[None]:
+) -> AbstractContextManager[None]:
     """Copy the box of each packed operand that the tile at (start, size) reads into a stack
     panel; code generated inside the `with` reads those operands from the panels."""
+
+    def stack_panel(operand: int, elem: Attribute, box: list[int]) -> SSAValue:
+        return emitter.stack_buffer(("pack", operand, tuple(box)), elem, math.prod(box))
+
+    def copy(
+        src: SSAValue, panel: SSAValue, corner: list[SSAValue], box: list[int], strides: list[int]
+    ) -> None:
+        copy_box(emitter, src, panel, corner, box, strides)
+
+    return operand_panels(emitter, io, operands, start, size, stack_panel, copy)
+
+
+@contextmanager
+def operand_panels(
+    emitter: Emitter,
+    io: OperandIO,
+    operands: Sequence[int],
+    start: list[Pos],
+    size: list[int],
+    make_panel: PanelMaker,
+    copy: BoxCopy,
+    fence: Callable[[], object] | None = None,
+) -> Iterator[None]:
+    """The shared mechanism of packing (a stack panel, copied by this thread) and GPU staging
+    (a workgroup buffer, copied by all the block's threads, `fence` a barrier around the use):
+    copy each operand's box of the tile into its panel, and read the operand from there inside
+    the `with`."""
     saved = {operand: io.accesses[operand] for operand in operands}
     with emitter.scope():
         for operand in operands:
             access = io.accesses[operand]
-            box = panel_box(access, size)
+            box = [1 + sum(c * (size[d] - 1) for d, c in enumerate(row)) for row in access.coefs]
+            strides = [math.prod(box[r + 1 :]) for r in range(len(box))]
             elem = access.value.type.element_type  # type: ignore[attr-defined]
-            panel = emitter.stack_buffer(("pack", operand, tuple(box)), elem, math.prod(box))
-            corner = box_corner(emitter, access, start)
-            copy_box(emitter, access.value, panel, corner, box, box_strides(box))
-            read_from_panel(emitter, io, operand, panel, box, start)
+            panel = make_panel(operand, elem, box)
+            corner = [
+                emitter.linear_index(row, access.consts[r], start)
+                for r, row in enumerate(access.coefs)
+            ]
+            copy(access.value, panel, corner, box, strides)
+            # read from the panel: linear index = sum_d linear[d] * pos_d - (the same at the start)
+            linear = [
+                sum(strides[r] * row[d] for r, row in enumerate(access.coefs))
+                for d in range(io.num_loops)
+            ]
+            io.accesses[operand] = OperandAccess(
+                panel, False, (math.prod(box),), (1,), 0, [linear], [0], linear
+            )
+            io.panel_origins[operand] = emitter.linear_index(linear, 0, start)
+        if fence is not None:
+            fence()
         try:
             yield
         finally:
-            restore(io, saved)
-
-
-def panel_box(access: OperandAccess, size: Sequence[int]) -> list[int]:
-    """The extent of each of the operand's dimensions that a tile of loop extents `size` reads."""
-    return [1 + sum(c * (size[d] - 1) for d, c in enumerate(row)) for row in access.coefs]
-
-
-def box_strides(box: Sequence[int]) -> list[int]:
-    """Row-major strides of a panel holding `box`."""
-    return [math.prod(box[r + 1 :]) for r in range(len(box))]
-
-
-def box_corner(emitter: Emitter, access: OperandAccess, start: Sequence[Pos]) -> list[SSAValue]:
-    """The operand's indices of the box's first element, for the tile starting at `start`."""
-    return [
-        emitter.linear_index(row, access.consts[r], start) for r, row in enumerate(access.coefs)
-    ]
-
-
-def read_from_panel(
-    emitter: Emitter,
-    io: OperandIO,
-    operand: int,
-    panel: SSAValue,
-    box: Sequence[int],
-    start: Sequence[Pos],
-) -> None:
-    """Make `io` read `operand` from `panel` (the box copied there) until `restore`: linear index
-    = sum_d linear[d] * pos_d minus the same at the tile's start."""
-    access = io.accesses[operand]
-    strides = box_strides(box)
-    linear = [
-        sum(strides[r] * row[d] for r, row in enumerate(access.coefs)) for d in range(io.num_loops)
-    ]
-    io.accesses[operand] = OperandAccess(
-        panel, False, (math.prod(box),), (1,), 0, [linear], [0], linear
-    )
-    io.panel_origins[operand] = emitter.linear_index(linear, 0, start)
-
-
-def restore(io: OperandIO, saved: dict[int, OperandAccess]) -> None:
-    """Read the operands from their buffers again (after read_from_panel)."""
-    for operand, access in saved.items():
-        io.accesses[operand] = access
-        io.panel_origins.pop(operand, None)
+            if fence is not None:
+                fence()
+            for operand, access in saved.items():
+                io.accesses[operand] = access
+                io.panel_origins.pop(operand, None)
 
 
 def copy_box(

@@ -34,7 +34,7 @@ needs_cuda = pytest.mark.skipif(CUDA is not None, reason=f"CUDA: {CUDA}")
 
 @pytest.fixture(scope="module")
 def plan() -> HostPlan:
-    return build_plan(parse())
+    return build_plan(parse(), 1)
 
 
 @needs_nvcc

@@ -101,7 +101,7 @@ def expected(x: np.ndarray) -> np.ndarray:
 
 
 def test_plan_reads_buffers_weights_and_launches():
-    plan = build_plan(parse())
+    plan = build_plan(parse(), 1)
     assert plan.inputs == (BufferSpec("arg0", (16,), np.dtype(np.float32)),)
     assert plan.outputs == (BufferSpec("arg1", (2, 8), np.dtype(np.float32)),)
     assert list(plan.weights) == ["w"]
@@ -121,7 +121,7 @@ def test_plan_reads_buffers_weights_and_launches():
     )
 
 
-def test_given_input_count_overrides_the_inference():
+def test_the_input_count_splits_the_arguments():
     plan = build_plan(parse(), num_inputs=2)
     assert [s.name for s in plan.inputs] == ["arg0", "arg1"] and plan.outputs == ()
     assert plan.launches[1].args[1] == BufferRef("input", 1, 0)
@@ -139,7 +139,7 @@ def test_view_shifts_accumulate_and_names_come_from_arg_attrs():
         "func.func @main(%in: memref<16xf32>,",
         'func.func @main(%in: memref<16xf32> {ziggurat.name = "x"},',
     )
-    plan = build_plan(parse(text))
+    plan = build_plan(parse(text), 1)
     assert plan.launches[0].args[2] == BufferRef("arena", 0, 24)
     assert plan.inputs[0].name == "x"
 
@@ -170,7 +170,7 @@ def test_refuses_what_the_runtimes_cannot_run(old: str, new: str, message: str):
     text = MODULE.replace(old, new)
     assert text != MODULE
     with pytest.raises(HostPlanError, match=message) as info:
-        build_plan(parse(text))
+        build_plan(parse(text), 1)
     assert isinstance(info.value, CompileError)
 
 
@@ -180,14 +180,14 @@ def test_launch_operand_must_have_the_kernel_parameter_type():
         "memref<2x8xf32>, memref<2x8xf32>) -> ()\n    memref.dealloc",
     )
     with pytest.raises(HostPlanError, match="kernel's parameter is memref<16xf32>"):
-        build_plan(parse(text))
+        build_plan(parse(text), 1)
 
 
 def test_other_functions_do_not_disturb_the_plan():
     text = MODULE.replace(
         "func.func @main", "func.func private @g() {\n    func.return\n  }\n  func.func @main"
     )
-    assert build_plan(parse(text)).launches == build_plan(parse()).launches
+    assert build_plan(parse(text), 1).launches == build_plan(parse(), 1).launches
 
 
 def test_dynamic_view_shift_is_refused():
@@ -196,11 +196,11 @@ def test_dynamic_view_shift_is_refused():
         "%d = memref.dim %in, %c0 : memref<16xf32>\n    %v1 = memref.view %arena[%d][]",
     )
     with pytest.raises(HostPlanError, match="memref.dim"):
-        build_plan(parse(text))
+        build_plan(parse(text), 1)
 
 
 def test_check_arguments_names_the_bad_array():
-    plan = build_plan(parse())
+    plan = build_plan(parse(), 1)
     x, out = np.zeros(16, np.float32), np.zeros((2, 8), np.float32)
     plan.check_arguments([x, out])
     with pytest.raises(InputError, match="output 'arg1' is float64"):

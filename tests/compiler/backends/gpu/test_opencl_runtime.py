@@ -43,7 +43,7 @@ __kernel void scale(__global float* arg0_buf, const ulong arg0_byte_offset,
 
 @pytest.fixture(scope="module")
 def plan() -> HostPlan:
-    return build_plan(parse())
+    return build_plan(parse(), 1)
 
 
 @pytest.fixture(scope="module")
