@@ -56,6 +56,7 @@ PASSES: dict[str, str] = {
     "pack": "passes.transforms.pack:PackPass",
     "vectorize": "passes.transforms.vectorize:VectorizePass",
     "unroll-jam": "passes.transforms.unroll_jam:UnrollJamPass",
+    "split-reduction": "passes.transforms.split_reduction:SplitReductionPass",
 }
 
 # xDSL already registers a (different, schedule-less) `convert-linalg-to-loops`; a Universe may

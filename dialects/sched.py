@@ -48,6 +48,9 @@ class Schedule:
             `scf.parallel` that convert-parallel-to-runtime hands to the thread-pool runtime.
     pack:   input operands (indices into the kernel's operands) copied into a contiguous panel
             at the start of every innermost cache tile, and read from there inside it.
+    split:  threads sharing each output's reduction (a GPU knob, for small outputs with long
+            reductions): the innermost reduction loop of `order` is dealt out among them,
+            interleaved, and their partial results are combined in workgroup memory (1 = none).
     """
 
     tile: tuple[int, ...]
@@ -57,6 +60,7 @@ class Schedule:
     width: int = 1
     parallel: int = 0
     pack: tuple[int, ...] = ()
+    split: int = 1
 
     def check(self, num_loops: int) -> None:
         """Raise ValueError when the schedule does not fit a kernel with `num_loops` loops."""
@@ -83,6 +87,8 @@ class Schedule:
             raise ValueError(f"parallel = {self.parallel} is not a number of loops in 0..{n}")
         if len(set(self.pack)) != len(self.pack) or any(i < 0 for i in self.pack):
             raise ValueError(f"pack {list(self.pack)} must list distinct operand indices")
+        if not 1 <= self.split <= MAX_EXTENT:
+            raise ValueError(f"split = {self.split} is not a thread count in 1..2**31")
 
 
 @irdl_attr_definition
@@ -99,6 +105,7 @@ class ScheduleAttr(ParametrizedAttribute):
     width: IntAttr
     parallel: IntAttr
     pack: ArrayAttr[IntAttr]
+    split: IntAttr
 
     @staticmethod
     def from_schedule(s: Schedule) -> ScheduleAttr:
@@ -113,6 +120,7 @@ class ScheduleAttr(ParametrizedAttribute):
             IntAttr(s.width),
             IntAttr(s.parallel),
             ints(s.pack),
+            IntAttr(s.split),
         )
 
     def schedule(self) -> Schedule:
@@ -124,6 +132,7 @@ class ScheduleAttr(ParametrizedAttribute):
             self.width.data,
             self.parallel.data,
             tuple(x.data for x in self.pack),
+            self.split.data,
         )
 
     def verify(self) -> None:
@@ -142,6 +151,7 @@ class ScheduleAttr(ParametrizedAttribute):
             f"vector = {self.vector.data}, width = {self.width.data}"
             + (f", parallel = {self.parallel.data}" if self.parallel.data else "")
             + (f", pack = {ints(self.pack)}" if self.pack.data else "")
+            + (f", split = {self.split.data}" if self.split.data != 1 else "")
             + ">"
         )
 
@@ -172,15 +182,18 @@ class ScheduleAttr(ParametrizedAttribute):
             parser.parse_punctuation(",")
             field("width")
             width = IntAttr(parser.parse_integer())
-            parallel, pack = IntAttr(0), ArrayAttr[IntAttr]([])
+            parallel, pack, split = IntAttr(0), ArrayAttr[IntAttr]([]), IntAttr(1)
             while parser.parse_optional_punctuation(","):  # optional fields, in this order
                 if parser.parse_optional_keyword("parallel"):
                     parser.parse_punctuation("=")
                     parallel = IntAttr(parser.parse_integer())
+                elif parser.parse_optional_keyword("split"):
+                    parser.parse_punctuation("=")
+                    split = IntAttr(parser.parse_integer())
                 else:
                     field("pack")
                     pack = int_list()
-        return [tile, order, unroll, vector, width, parallel, pack]
+        return [tile, order, unroll, vector, width, parallel, pack, split]
 
 
 Sched = Dialect("sched", [], [ScheduleAttr])

@@ -93,6 +93,8 @@ def test_reference_is_not_trivial(case: Case) -> None:
 
 
 def test_cli_run_matches_onnxruntime(case: Case, tmp_path: Path) -> None:
+    if case.name == "resnet18":  # 20 s of CI for a path the three smaller models already take
+        pytest.skip("the CLI path is the same for every model; resnet18 is checked through the API")
     out = tmp_path / "out.npz"
     r = subprocess.run(
         [

@@ -19,6 +19,7 @@ from passes.transforms.default_schedule import DefaultSchedulePass
 from passes.transforms.interchange import InterchangePass
 from passes.transforms.pack import PackPass
 from passes.transforms.parallelize import ParallelizePass
+from passes.transforms.split_reduction import SplitReductionPass
 from passes.transforms.tile import TilePass
 from passes.transforms.unroll_jam import UnrollJamPass
 from passes.transforms.vectorize import VectorizePass
@@ -32,6 +33,7 @@ SCHEDULE_PASSES: tuple[type[ModulePass], ...] = (
     VectorizePass,
     PackPass,
     ParallelizePass,
+    SplitReductionPass,
 )
 SCHEDULED = "tile = [0, 0, 0], order = [0, 1, 2], unroll = [8, 32, 1], vector = 1, width = 16"
 

@@ -7,7 +7,12 @@ Derived from the target description, never from one device's tuned constants:
 - threads: the target's threads_per_block, given out innermost loop first;
 - SIMT targets with a reduction: a staging depth of about STAGE_DEPTH reduction iterations and
   every input that threads of the block share (invariant to a loop with several threads) staged
-  in workgroup memory, dropped again if it does not fit.
+  in workgroup memory, dropped again if it does not fit;
+- SIMT targets, a kernel with fewer outputs than the device's resident threads and an input it
+  streams (one no two outputs read, as a softmax row, a pooling window or a batch-1 classifier's
+  weights: no register tile or staging can reuse it): its reduction split across up to
+  threads_per_block lanes per output (each lane at least MIN_LANE_ITERATIONS iterations), one
+  output per lane group; as TVM's cross-thread reductions and small-batch dense schedules.
 """
 
 from __future__ import annotations
@@ -20,12 +25,16 @@ from passes.analysis.kernel_access import KernelInfo
 from passes.schedule.default import default_schedule
 from passes.schedule.gpu_rules import check_gpu_schedule, gpu_mapping, staged_bytes
 from passes.schedule.gpu_target import GpuTarget
+from passes.schedule.reduction_split import combiner
 from passes.schedule.rules import MAX_UNROLLED_BODIES, packable, unrolled_bodies
 
 SIMT_REGISTER_TILE = 4
 """Register tile per loop on SIMT targets: 4x4 accumulators reuse each staged value 4 times."""
 STAGE_DEPTH = 32
 """Reduction iterations staged per step on SIMT targets: enough work between two barriers."""
+MIN_LANE_ITERATIONS = 4
+"""Reduction iterations each lane of a split reduction runs at least (fewer: the tree costs
+more than the loop it shortens)."""
 
 
 def _divisor_at_most(n: int, limit: int, multiple_of: int = 1) -> int:
@@ -86,24 +95,54 @@ def _stage(s: Schedule, info: KernelInfo, target: GpuTarget) -> Schedule:
     return staged
 
 
+def _streamed(info: KernelInfo, i: int) -> bool:
+    """Input i is read by one output only: it varies along every parallel loop longer than 1."""
+    access = info.accesses[i]
+    if access.is_scalar:
+        return False
+    return not any(info.extents[d] > 1 and access.invariant_to(d) for d in info.parallel_loops)
+
+
+def _split(info: KernelInfo, target: GpuTarget) -> int:
+    """Lanes per output when the outputs are too few to fill the device (1: no split)."""
+    if target.cpu_like or not info.reduction_loops or target.resident_threads == 0:
+        return 1
+    outputs = math.prod(info.extents[d] for d in info.parallel_loops)
+    reduction = math.prod(info.extents[d] for d in info.reduction_loops)
+    want = target.resident_threads // max(outputs, 1)
+    if want < 2 or reduction < 2 * MIN_LANE_ITERATIONS:
+        return 1
+    if len(info.op.outputs) != 1 or combiner(info.op.body.block) is None:
+        return 1
+    if not any(_streamed(info, i) for i in range(len(info.op.inputs))):
+        return 1  # every input is shared by several outputs: blocking and staging reuse it
+    d = info.reduction_loops[-1]  # the innermost of the default order
+    limit = min(want, target.threads_per_block, reduction // MIN_LANE_ITERATIONS)
+    return _divisor_at_most(info.extents[d], limit)
+
+
 def gpu_default_schedule(info: KernelInfo, target: GpuTarget) -> Schedule:
     """The default schedule of the kernel for `target` (legal for it: checked here)."""
     n = info.num_loops
     unroll, v, width = _register_tile(info, target)
+    split = _split(info, target)
+    if split > 1:  # one output per lane group, scalar
+        unroll = [1 if d in info.parallel_loops else u for d, u in enumerate(unroll)]
+        v, width = -1, 1
     tile = [0] * n
-    budget = target.threads_per_block
+    budget = target.threads_per_block // split
     for d in reversed(info.parallel_loops):  # innermost loop first: neighbouring threads
         threads = _divisor_at_most(info.extents[d] // unroll[d], budget)
         budget //= threads
         block = threads * unroll[d]
         tile[d] = block if block < info.extents[d] else 0
     order = tuple(info.parallel_loops + info.reduction_loops)
-    s = Schedule(tuple(tile), order, tuple(unroll), v, width)
+    s = Schedule(tuple(tile), order, tuple(unroll), v, width, split=split)
     if unrolled_bodies(s) > MAX_UNROLLED_BODIES:  # keep the register tile, unroll no reduction
         s = replace(
             s, unroll=tuple(1 if d in info.reduction_loops else u for d, u in enumerate(unroll))
         )
-    if info.reduction_loops and not target.cpu_like and math.prod(info.extents) > 1:
+    if info.reduction_loops and not target.cpu_like and math.prod(info.extents) > 1 and split == 1:
         s = _stage(s, info, target)
     check_gpu_schedule(s, info, target)
     return s

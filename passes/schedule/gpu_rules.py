@@ -11,6 +11,8 @@ tuner's space carry over):
     pack       input operands staged in workgroup memory at each reduction step: every thread of
                the block copies part of the box the block reads, then a barrier
     order      the order of the block's reduction loops (parallel loops are mapped to ids)
+    split      threads sharing each output's reduction (reduction_split.py); the block has
+               split times as many threads, and a workgroup buffer of their partial results
 
 Every count divides exactly (block tile | extent, register tile | block tile, width | register
 tile): shapes are static, so no thread ever needs a bounds check.
@@ -24,6 +26,7 @@ from dataclasses import dataclass
 from dialects.sched import Schedule
 from passes.analysis.kernel_access import KernelInfo
 from passes.schedule.gpu_target import GpuTarget
+from passes.schedule.reduction_split import check_split
 from passes.schedule.rules import check_register_tile, packable, panel_shape
 
 
@@ -37,6 +40,8 @@ class GpuMapping:
     """Per loop: blocks along it (1 for reduction loops)."""
     threads: tuple[int, ...]
     """Per loop: threads along it (1 for reduction loops)."""
+    split: int = 1
+    """Threads per output's reduction (the fastest-varying part of the thread id)."""
 
     @property
     def grid(self) -> int:
@@ -44,7 +49,7 @@ class GpuMapping:
 
     @property
     def block(self) -> int:
-        return math.prod(self.threads)
+        return math.prod(self.threads) * self.split
 
 
 def gpu_mapping(s: Schedule, info: KernelInfo) -> GpuMapping:
@@ -56,16 +61,28 @@ def gpu_mapping(s: Schedule, info: KernelInfo) -> GpuMapping:
         parallel = info.iterators[d] == "parallel"
         blocks.append(max(extent // max(t, 1), 1) if parallel else 1)
         threads.append(max(t // max(s.unroll[d], 1), 1) if parallel else 1)
-    return GpuMapping(tuple(tile), tuple(blocks), tuple(threads))
+    return GpuMapping(tuple(tile), tuple(blocks), tuple(threads), s.split)
+
+
+def _element_bytes(info: KernelInfo, i: int) -> int:
+    elem = info.accesses[i].value.type.element_type  # type: ignore[attr-defined]
+    return max(getattr(elem, "bitwidth", 32) // 8, 1)
+
+
+def partials_elements(s: Schedule, info: KernelInfo) -> int:
+    """Elements of a split reduction's partial-result buffer: one per thread and accumulator."""
+    if s.split == 1:
+        return 0
+    m = gpu_mapping(s, info)
+    return m.block * math.prod(s.unroll[d] for d in info.parallel_loops)
 
 
 def staged_bytes(s: Schedule, info: KernelInfo) -> int:
-    """Workgroup memory the staged operands take (one box each, at the staging depth)."""
-    total = 0
+    """Workgroup memory the kernel takes: staged operands (one box each, at the staging
+    depth) and a split reduction's partial results."""
+    total = partials_elements(s, info) * _element_bytes(info, len(info.accesses) - 1)
     for i in s.pack:
-        elem = info.accesses[i].value.type.element_type  # type: ignore[attr-defined]
-        width = getattr(elem, "bitwidth", 32)
-        total += math.prod(panel_shape(info, i, s)) * max(width // 8, 1)
+        total += math.prod(panel_shape(info, i, s)) * _element_bytes(info, i)
     return total
 
 
@@ -73,6 +90,7 @@ def check_gpu_schedule(s: Schedule, info: KernelInfo, target: GpuTarget) -> GpuM
     """The schedule's mapping; ValueError naming the first rule it breaks."""
     s.check(info.num_loops)
     check_register_tile(s)
+    check_split(s, info)
     m = gpu_mapping(s, info)
     for d, extent in enumerate(info.extents):
         if info.iterators[d] != "parallel":
@@ -105,7 +123,8 @@ def check_gpu_schedule(s: Schedule, info: KernelInfo, target: GpuTarget) -> GpuM
     shared = staged_bytes(s, info)
     if shared > target.shared_bytes:
         raise ValueError(
-            f"staged operands {list(s.pack)} take {shared} bytes of workgroup memory; "
+            f"staged operands {list(s.pack)} and split partials take {shared} bytes of "
+            "workgroup memory; "
             f"{target.name} has {target.shared_bytes}"
         )
     return m

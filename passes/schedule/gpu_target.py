@@ -34,6 +34,9 @@ class GpuTarget:
     per block sharing operand tiles staged in workgroup memory."""
     threads_per_block: int
     """What the default schedule aims for."""
+    resident_threads: int = 0
+    """Threads the device keeps in flight (multiprocessors x resident threads each); a kernel
+    with far fewer outputs gets its reductions split across threads by default (0: never)."""
 
 
 def _opencl_cpu() -> GpuTarget:
@@ -52,7 +55,8 @@ def _opencl_cpu() -> GpuTarget:
 
 def _simt(name: str, api: str) -> GpuTarget:
     # NVIDIA since Volta: 1024 threads per block, 48 KiB of static shared memory per block
-    # (more needs a dynamic opt-in), 255 registers per thread
+    # (more needs a dynamic opt-in), 255 registers per thread; resident threads: a mid-size GPU
+    # (64 multiprocessors x 1024), so only clearly starved kernels are split by default
     return GpuTarget(
         name,
         api,
@@ -62,6 +66,7 @@ def _simt(name: str, api: str) -> GpuTarget:
         max_accumulators=64,
         cpu_like=False,
         threads_per_block=256,
+        resident_threads=64 * 1024,
     )
 
 

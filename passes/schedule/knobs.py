@@ -12,6 +12,7 @@ from dataclasses import replace
 
 from dialects.sched import Schedule
 from passes.analysis.kernel_access import KernelInfo
+from passes.schedule.reduction_split import check_split
 from passes.schedule.rules import check_pack, check_parallel, vectorizable_along
 from passes.schedule.target import host_vector_width
 
@@ -95,4 +96,20 @@ def set_parallel(s: Schedule, info: KernelInfo, loops: int) -> Schedule:
     new = replace(s, parallel=loops)
     new.check(info.num_loops)
     check_parallel(new, info)
+    return new
+
+
+def set_split(s: Schedule, info: KernelInfo, threads: int) -> Schedule:
+    """`split-reduction`: threads sharing each output's reduction (1: none); a GPU knob whose
+    rules are reduction_split.check_split (a split reduction is scalar and unstaged, so
+    those knobs are reset here)."""
+    if threads == 1:
+        return replace(s, split=1)
+    tile = tuple(0 if info.iterators[d] == "reduction" else t for d, t in enumerate(s.tile))
+    new = replace(s, split=threads, vector=-1, width=1, pack=(), tile=tile)
+    if s.vector >= 0:  # the vector loop's register tile goes back to counting iterations
+        unroll = list(new.unroll)
+        unroll[s.vector] = max(1, unroll[s.vector] // s.width)
+        new = replace(new, unroll=tuple(unroll))
+    check_split(new, info)
     return new

@@ -193,10 +193,12 @@ class _KernelBuilder:
         made: dict[int, SSAValue] = {}
 
         def buffer(operand: int, elem: Attribute, box: list[int]) -> SSAValue:
+            """operand -1: a split reduction's partial results (split.py)."""
             # the first box is a full step's (remainder steps come after and are smaller)
             if operand not in made:
                 typ = MemRefType(elem, [math.prod(box)], NoneAttr(), WORKGROUP)
-                sym = f"{kernel_fn.sym_name.data}_stage{operand}"
+                what = f"stage{operand}" if operand >= 0 else "partials"
+                sym = f"{kernel_fn.sym_name.data}_{what}"
                 glob = memref.GlobalOp.get(StringAttr(sym), typ, UnitAttr())
                 Builder(InsertPoint.before(kernel_fn)).insert(glob)
                 get = memref.GetGlobalOp(sym, typ)

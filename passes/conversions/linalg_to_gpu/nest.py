@@ -7,6 +7,9 @@
             register tile: accumulators, reduction loops, body, fused stages, store (shared)
         [barrier]
 
+With a reduction split (split.py) the thread id is (output group, lane): the group takes the
+register tile, the lanes share its reduction.
+
 Everything inside a thread's register tile, and the reduction tiling around it, is the CPU
 generator's (passes/conversions/linalg_to_loops/), so fusion and body generation are one code.
 """
@@ -20,6 +23,7 @@ from xdsl.ir import Operation, SSAValue
 
 from dialects.sched import Schedule
 from passes.analysis.kernel_access import KernelInfo
+from passes.conversions.linalg_to_gpu.split import SplitRegisterTile
 from passes.conversions.linalg_to_gpu.staging import staged_operands
 from passes.conversions.linalg_to_loops.emitter import Pos
 from passes.conversions.linalg_to_loops.fusion import Fusion
@@ -44,8 +48,20 @@ class GpuLoopNestGenerator(LoopNestGenerator):
         self.buffer = buffer
         self.parallel = [d for d in schedule.order if info.iterators[d] == "parallel"]
         self.thread = self._hoisted(gpu.ThreadIdOp(gpu.DimensionAttr(gpu.DimensionEnum.X)))
+        group = self.thread
+        if schedule.split > 1:  # lanes of one output group are neighbouring threads
+            k = self.emitter.index(schedule.split)
+            lane = self._hoisted(arith.RemUIOp(self.thread, k))
+            group = self._hoisted(arith.DivUIOp(self.thread, k))
+            self.register_tile = SplitRegisterTile(
+                self.register_tile,
+                lane,
+                group,
+                mapping.block,
+                lambda n: buffer(-1, info.output.value.type.element_type, [n]),  # type: ignore[attr-defined]
+            )
         self.thread_offsets = self._decompose(
-            self.thread, {d: mapping.threads[d] for d in self.parallel}, schedule.unroll
+            group, {d: mapping.threads[d] for d in self.parallel}, schedule.unroll
         )
 
     def _hoisted(self, op: Operation) -> SSAValue:

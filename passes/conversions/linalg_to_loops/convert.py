@@ -58,6 +58,11 @@ def _checked_schedule(op: linalg.GenericOp, info: KernelInfo) -> Schedule:
         raise DiagnosticException(f"convert-linalg-to-loops: bad schedule for kernel: {e}") from e
     if sched.vector >= 0 and info.iterators[sched.vector] != "parallel":
         raise DiagnosticException("convert-linalg-to-loops: only parallel loops can be vectorized")
+    if sched.split != 1:
+        raise DiagnosticException(
+            f"convert-linalg-to-loops: split = {sched.split} is a GPU knob (threads sharing a "
+            "reduction); on the CPU each output's reduction runs on one thread (split = 1)"
+        )
     try:
         check_parallel(sched, info)
         check_pack(sched, info)

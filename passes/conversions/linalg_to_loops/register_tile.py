@@ -57,6 +57,9 @@ class RegisterTile:
         self.body = body
         self.vector_loop = schedule.vector
         self.vector_width = schedule.width if schedule.vector >= 0 else 1
+        self.strides: dict[int, int] = {}
+        """Per reduction loop: the step between the iterations this tile runs (1 unless a GPU
+        reduction split deals the loop out among threads)."""
 
     def points(self, start: list[Pos], size: list[int]) -> list[TilePoint]:
         """One accumulator per parallel position of the tile, `vector_width` lanes along the
@@ -123,6 +126,7 @@ class RegisterTile:
                 new.append(self.body.emit(self.stages.main, at, width, acc))
             return new
         d = reductions[level]
+        stride = self.strides.get(d, 1)
         unroll = max(1, min(self.schedule.unroll[d], size[d]))
         num_full, remainder = divmod(size[d], unroll)
         one = replaced(size, d, 1)
@@ -130,7 +134,7 @@ class RegisterTile:
         def unrolled(first: list[Pos], accs_in: list[SSAValue]) -> list[SSAValue]:
             current = accs_in
             for offset in range(unroll):
-                at = replaced(first, d, shifted(first[d], offset))
+                at = replaced(first, d, shifted(first[d], offset * stride))
                 current = self._reduce(reductions, level + 1, at, one, points, current)
             return current
 
@@ -138,11 +142,15 @@ class RegisterTile:
             accs = unrolled(start, accs)
         elif num_full > 1:
             lower = self.emitter.position(start[d])
-            upper = self.emitter.position(shifted(start[d], num_full * unroll))
+            upper = self.emitter.position(shifted(start[d], num_full * unroll * stride))
             accs = self.emitter.for_loop(
-                lower, upper, unroll, accs, lambda iv, a: unrolled(replaced(start, d, (iv, 0)), a)
+                lower,
+                upper,
+                unroll * stride,
+                accs,
+                lambda iv, a: unrolled(replaced(start, d, (iv, 0)), a),
             )
         for offset in range(remainder):
-            at = replaced(start, d, shifted(start[d], num_full * unroll + offset))
+            at = replaced(start, d, shifted(start[d], (num_full * unroll + offset) * stride))
             accs = self._reduce(reductions, level + 1, at, one, points, accs)
         return accs

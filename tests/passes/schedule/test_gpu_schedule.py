@@ -59,7 +59,7 @@ def test_unknown_target_names_the_presets() -> None:
         gpu_target("tpu")
 
 
-@pytest.mark.parametrize("shape", [(64, 128, 64), (256, 512, 256), (49, 96, 10), (1, 512, 1000)])
+@pytest.mark.parametrize("shape", [(64, 128, 64), (256, 512, 256), (49, 96, 10), (2, 512, 1000)])
 def test_cuda_default_matmul_is_blocked_and_staged(shape: tuple[int, int, int]) -> None:
     """No naive kernel: several threads per block, a register tile where the extents allow one,
     the shared operands staged in workgroup memory, every count dividing exactly."""
