@@ -29,6 +29,7 @@ from autotune.database import Database, record_cost
 from autotune.space import SearchSpace
 from autotune.task import extract_tasks, generics_of, task_from_function
 from autotune.tune_model import tune_tasks
+from autotune.tuning_target import TuningTarget, tuning_target
 from compiler.pass_runner import run_passes
 from dialects.attributes import AUTOTUNE_STATS_ATTR
 from passes.analysis.kernel_access import analyze_kernel
@@ -78,12 +79,21 @@ MAX_TRIALS = 1_000_000
 """Measurements per task: at 10 ms or more each, a million already take hours per kernel."""
 
 
-def apply_database(module: ModuleOp, db_path: str, ctx: Context, threads: int = 1) -> AutotuneStats:
+def apply_database(
+    module: ModuleOp,
+    db_path: str,
+    ctx: Context,
+    threads: int = 1,
+    target: TuningTarget | None = None,
+) -> AutotuneStats:
     """Schedule every kernel of `module` from the best record of its task in the database.
 
     With `threads` > 1, a record tuned for that many threads wins; else a one-thread record is
     applied and its outer loops are parallelized by the default heuristic (parallel_schedule).
+    With a GPU `target`, the best record of its space measured on its device.
     """
+    target = target or TuningTarget(threads=threads)
+    threads = target.threads
     db = Database(db_path)
     stats = AutotuneStats()
     kernels = [
@@ -99,17 +109,21 @@ def apply_database(module: ModuleOp, db_path: str, ctx: Context, threads: int = 
         task = task_from_function(fn)
         anchor = generics[task.anchor]
         info = analyze_kernel(anchor)
-        space = SearchSpace(info, threads=threads)
+        space = target.space(info)
         best = next(  # the fastest record that is a config of this space (not a hand-edited one)
             (
                 r
-                for r in db.ranked(task.workload_key, space.space_hash(), threads)
-                if space.contains(r["config"])
+                for r in db.ranked(
+                    task.workload_key, space.space_hash(), threads, target.record_preset
+                )
+                if space.contains(r["config"]) and target.accepts(r)
             ),
             None,
         )
         parallelized = None
-        if best is None and threads > 1:  # no record for this thread count: a one-thread record,
+        if (
+            best is None and threads > 1 and not target.is_gpu
+        ):  # no record for this thread count: a one-thread record,
             space = SearchSpace(info)  # the fastest one the default heuristic can parallelize
             ranked = [
                 r
@@ -138,10 +152,13 @@ def apply_database(module: ModuleOp, db_path: str, ctx: Context, threads: int = 
     return stats
 
 
-def tuned_schedules(db: str | None, threads: int = 1) -> list[ModulePass]:
+def tuned_schedules(
+    db: str | None, threads: int = 1, target: str = "cpu", preset: str = ""
+) -> list[ModulePass]:
     """The `schedules` argument of compiler.model.compile_model that applies a tuning database
-    (none without one): `compile_model(path, schedules=tuned_schedules("tune.jsonl"))`."""
-    return [AutotunePass(db=db, threads=threads)] if db else []
+    (none without one): `compile_model(path, schedules=tuned_schedules("tune.jsonl"))`; for a
+    GPU, `target` (opencl, cuda) and the schedule `preset` the model is compiled with."""
+    return [AutotunePass(db=db, threads=threads, target=target, preset=preset)] if db else []
 
 
 @dataclass(frozen=True)
@@ -154,6 +171,9 @@ class AutotunePass(ModulePass):
     tuner: str = "xgb"
     seed: int = 0
     target: str = "cpu"
+    """Where the kernels run: cpu, opencl or cuda (records of that target's space)."""
+    preset: str = ""
+    """The GPU schedule preset (passes/schedule/gpu_target.py; empty: the api's default)."""
     threads: int = 1
     """Threads the kernels will run on (records tuned for that many are preferred)."""
 
@@ -177,8 +197,10 @@ class AutotunePass(ModulePass):
             raise DiagnosticException(
                 'autotune: give the database path, e.g. autotune{db="tune.jsonl"}'
             )
-        if self.target != "cpu":
-            raise DiagnosticException(f"autotune: unknown target '{self.target}' (available: cpu)")
+        try:
+            target = tuning_target(self.target, self.preset or None, self.threads)
+        except ValueError as e:
+            raise DiagnosticException(f"autotune: option 'target': {e}") from None
         self.check_options()
         path = Path(self.db)
         if path.is_dir():
@@ -197,7 +219,7 @@ class AutotunePass(ModulePass):
                 tuner=self.tuner,
                 seed=self.seed,
                 only_missing=True,
-                threads=self.threads,
+                target=target,
             )
-        stats = apply_database(op, self.db, ctx, self.threads)
+        stats = apply_database(op, self.db, ctx, target=target)
         op.attributes[AUTOTUNE_STATS_ATTR] = stats.to_attr()  # {kernels, tuned, fallback}

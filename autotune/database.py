@@ -359,17 +359,22 @@ class Database:
         workload_key: str | None = None,
         space_hash: str | None = None,
         threads: int | None = None,
+        preset: str | None = None,
     ) -> list[Record]:
         """Usable records (of one workload, if given), in the order they were appended.
 
         With `threads`, only records tuned for that many threads (a record without the field was
         tuned for one); records for other thread counts are valid, just not asked for: no warning.
+        With `space_hash`, only records of that space; those of another target are skipped
+        silently too: a GPU preset's (`preset`) or, with preset None, the CPU's (no preset).
         """
         out, stale_space = [], 0
         for r in self._records:
             if workload_key is not None and r["workload_key"] != workload_key:
                 continue
             if threads is not None and r.get("threads", 1) != threads:
+                continue
+            if space_hash is not None and r.get("preset") != preset:
                 continue
             want = (
                 space_hash if space_hash is not None else self.space_hashes.get(r["workload_key"])
@@ -389,19 +394,27 @@ class Database:
         return out
 
     def best(
-        self, workload_key: str, space_hash: str | None = None, threads: int | None = None
+        self,
+        workload_key: str,
+        space_hash: str | None = None,
+        threads: int | None = None,
+        preset: str | None = None,
     ) -> Record | None:
         """The fastest successful record of a workload (lowest min cost), or None."""
-        ok = self.ranked(workload_key, space_hash, threads)
+        ok = self.ranked(workload_key, space_hash, threads, preset)
         return ok[0] if ok else None
 
     def ranked(
-        self, workload_key: str, space_hash: str | None = None, threads: int | None = None
+        self,
+        workload_key: str,
+        space_hash: str | None = None,
+        threads: int | None = None,
+        preset: str | None = None,
     ) -> list[Record]:
         """The successful records of a workload, fastest first."""
         ok = [
             r
-            for r in self.records(workload_key, space_hash, threads)
+            for r in self.records(workload_key, space_hash, threads, preset)
             if math.isfinite(record_cost(r))
         ]
         return sorted(ok, key=record_cost)

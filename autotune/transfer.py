@@ -16,23 +16,25 @@ import numpy as np
 
 from autotune.cost_model import XGBCostModel
 from autotune.database import Database
-from autotune.features import features
-from autotune.space import SearchSpace
+from autotune.tuning_target import TuningTarget
 
 
 def task_training_rows(
-    db: Database, workload_key: str, info, threads: int = 1
+    db: Database, workload_key: str, info, threads: int = 1, target: TuningTarget | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Feature rows and GFLOP/s labels (0 for failures) of one task's records in `db`."""
-    space = SearchSpace(info, threads=threads)
+    """Feature rows and GFLOP/s labels (0 for failures) of one task's records in `db` (on
+    `target`: its space and features; the CPU with `threads` by default)."""
+    target = target or TuningTarget(threads=threads)
+    threads = target.threads
+    space = target.space(info)
     records = [
         r
-        for r in db.records(workload_key, space_hash=space.space_hash(), threads=threads)
-        if r.get("config") is not None
+        for r in db.records(workload_key, space.space_hash(), threads, target.record_preset)
+        if r.get("config") is not None and target.accepts(r)
     ]
     if not records:
         return np.zeros((0, 0), np.float32), np.zeros(0)
-    X = features(info, [space.to_schedule(r["config"]) for r in records])
+    X = target.features(info, [space.to_schedule(r["config"]) for r in records])
     y = np.array(
         [
             0.0 if r.get("error_kind") or not r.get("costs") else r["flops"] / min(r["costs"]) / 1e9
@@ -48,13 +50,14 @@ def transfer_model(
     exclude: str | None = None,
     seed: int = 0,
     threads: int = 1,
+    target: TuningTarget | None = None,
 ) -> XGBCostModel | None:
     """A model pretrained on the records of every task in `infos` except `exclude` (None if none)."""
     xs, ys = [], []
     for key, info in infos.items():
         if key == exclude:
             continue
-        X, y = task_training_rows(db, key, info, threads)
+        X, y = task_training_rows(db, key, info, threads, target)
         if len(y) and np.any(y > 0):
             xs.append(X)
             ys.append(y)

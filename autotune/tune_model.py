@@ -11,11 +11,11 @@ import sys
 from dataclasses import dataclass, field
 
 from autotune.database import Database
-from autotune.space import SearchSpace
 from autotune.task import Task, anchor_info
 from autotune.task_scheduler import GradientTaskScheduler
 from autotune.transfer import transfer_model
 from autotune.tuner import TaskTuneResult, print_progress, tune_task
+from autotune.tuning_target import TuningTarget
 from compiler.errors import ZigguratError
 
 
@@ -49,14 +49,18 @@ def tune_tasks(
     transfer: bool = False,
     measure_fn=None,
     threads: int = 1,
+    target: TuningTarget | None = None,
 ) -> ModelTuneSummary:
     """Spend `trials` measurements over `tasks` (those without records only, if `only_missing`).
 
     With `transfer`, each task's xgb model starts from one pretrained on the other tasks' records
     in the database (autotune/transfer.py). `measure_fn` replaces `measure.measure` (e.g. an
     `autotune.distributed.DaskMeasurer`, whose `.target` the records then carry). `threads` > 1
-    tunes the `parallel` knob too, measuring on that many threads.
+    tunes the `parallel` knob too, measuring on that many threads; `target` tunes for a GPU
+    (autotune/tuning_target.py) instead.
     """
+    target = target or TuningTarget(threads=threads)
+    threads = target.threads
     db = Database(db_path)
     infos = {t.workload_key: anchor_info(t) for t in tasks}
     if only_missing:
@@ -65,8 +69,9 @@ def tune_tasks(
             for t in tasks
             if db.best(
                 t.workload_key,
-                space_hash=SearchSpace(infos[t.workload_key], threads=threads).space_hash(),
+                space_hash=target.space(infos[t.workload_key]).space_hash(),
                 threads=threads,
+                preset=target.record_preset,
             )
             is None
         ]
@@ -84,7 +89,7 @@ def tune_tasks(
         granted = scheduler.last_batch
         base = None
         if transfer and tuner == "xgb":
-            base = transfer_model(db, infos, exclude=task.workload_key, seed=seed, threads=threads)
+            base = transfer_model(db, infos, exclude=task.workload_key, seed=seed, target=target)
         result = tune_task(
             task,
             infos[task.workload_key],
@@ -97,8 +102,8 @@ def tune_tasks(
             task_count=len(tasks),
             progress=print_progress if progress else None,
             base_model=base,
-            threads=threads,
             measure_fn=measure_fn,
+            target=target,
         )
         used = len(result.curve)
         summary.trials[task.workload_key] = summary.trials.get(task.workload_key, 0) + used

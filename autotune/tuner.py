@@ -7,7 +7,6 @@ database as it comes (so an interrupted run loses nothing and resumes), and the 
 
 from __future__ import annotations
 
-import functools
 import random
 import sys
 import time
@@ -20,11 +19,11 @@ import numpy as np
 import autotune.measure  # `autotune.measure.measure` looked up per call: tests replace it
 from autotune.cost_model import XGBCostModel
 from autotune.database import Database
-from autotune.features import features
 from autotune.measure import MeasureResult
 from autotune.search import RandomSearch, SearchStrategy, SimulatedAnnealing
 from autotune.space import SearchSpace
 from autotune.task import Task
+from autotune.tuning_target import TuningTarget
 
 
 @dataclass
@@ -128,6 +127,7 @@ def tune_task(
     base_model=None,
     start_with_default: bool = True,
     threads: int = 1,
+    target: TuningTarget | None = None,
 ) -> TaskTuneResult:
     """Tune one task for `trials` new measurements (records already in `db` count as known).
 
@@ -135,16 +135,19 @@ def tune_task(
     tuner: its trees rank the first batch and every refit continues boosting from them.
     `start_with_default=False` leaves out the default schedule as the first trial (search
     experiments measure the search, not the default-schedule heuristic). With `threads` > 1 the
-    space has the `parallel` knob and candidates run on that many threads.
+    space has the `parallel` knob and candidates run on that many threads. `target` (a GPU one:
+    autotune/tuning_target.py) replaces the CPU's space, features and measurement.
     """
+    target = target or TuningTarget(threads=threads)
+    threads = target.threads
     measure = autotune.measure.measure
-    measure_fn = measure_fn or functools.partial(measure, threads=threads)
+    measure_fn = measure_fn or target.measure_fn()
     rng = random.Random(seed)
-    space = SearchSpace(info, threads=threads)
+    space = target.space(info)
     known = [  # a hand-edited config outside the space is neither a feature row nor "measured"
         r
-        for r in db.records(task.workload_key, space_hash=space.space_hash(), threads=threads)
-        if space.contains(r["config"])
+        for r in db.records(task.workload_key, space.space_hash(), threads, target.record_preset)
+        if space.contains(r["config"]) and target.accepts(r)
     ]
     xs: list[np.ndarray] = []
     ys: list[float] = []
@@ -152,8 +155,11 @@ def tune_task(
     def gflops(costs: list[float] | None) -> float:
         return task.flops / min(costs) / 1e9 if costs else 0.0
 
+    def feats(configs):
+        return target.features(info, [space.to_schedule(c) for c in configs])
+
     for r in known:
-        xs.append(features(info, [space.to_schedule(r["config"])])[0])
+        xs.append(feats([r["config"]])[0])
         ys.append(0.0 if r.get("error_kind") else gflops(r.get("costs")))
     curve: list[float] = []
     best = max(ys, default=0.0)
@@ -164,9 +170,6 @@ def tune_task(
         model.fit(np.zeros((0, 0)), np.zeros(0), base=base_model)
     if model is not None and xs:
         model.fit(np.stack(xs), np.array(ys))
-
-    def feats(configs):
-        return features(info, [space.to_schedule(c) for c in configs])
 
     searcher: SearchStrategy
     if model is None:
@@ -189,7 +192,8 @@ def tune_task(
         results = measure_fn(task, [space.to_passes(c, task.anchor) for c in configs])
         # where they ran: a remote measurer (autotune.distributed) names its workers' target;
         # None (measure.measure) leaves it to the database, which writes this host's
-        target = getattr(measure_fn, "target", None)
+        where = getattr(measure_fn, "target", None)
+        extra = target.record_fields()
         for config, result in zip(configs, results):
             g = 0.0 if result.error_kind else gflops(result.costs)
             if g > best and getattr(measure_fn, "remote", False):  # a worker's word is not enough
@@ -198,8 +202,9 @@ def tune_task(
                 result = recheck_locally(task, passes, result, measure, kwargs, threads)
                 g = 0.0 if result.error_kind else g
             record = make_record(task, space, config, result)
-            if target is not None:
-                record["target"] = dict(target)
+            record.update(extra)
+            if where is not None:
+                record["target"] = dict(where)
             db.append(record)
             measured.add(space.key(config))
             xs.append(feats([config])[0])

@@ -96,13 +96,15 @@ def lower_to_gpu(
     timings: dict[str, float] | None = None,
     optimize: bool = True,
     start: str = IMPORTED,
+    schedules: Sequence[str | ModulePass] = (),
 ) -> ModuleOp:
     """Lower a module in place down to the gpu level, its kernels scheduled for `preset`
-    (a GPU target of passes/schedule/gpu_target.py)."""
+    (a GPU target of passes/schedule/gpu_target.py); the `schedules` passes (tuned records for
+    that preset, hand-written edits) run first, as at the loops level."""
     ctx = ctx or make_context()
     lower(module, "buffers", ctx, timings, optimize=optimize, start=start)
     t0 = time.perf_counter()
-    run_passes(ctx, module, gpu_passes(preset))
+    run_passes(ctx, module, [*schedules, *gpu_passes(preset)])
     if timings is not None:
         timings[GPU_LEVEL] = time.perf_counter() - t0
     return module
@@ -270,7 +272,7 @@ def compile_module(
     timings: dict[str, float] = {}
     ins, outs = _signature(module)
     if target != "cpu":
-        return _compile_gpu(module, target, preset, ctx, timings, optimize, ins, outs)
+        return _compile_gpu(module, target, preset, ctx, timings, optimize, ins, outs, schedules)
     lower(module, "loops", ctx, timings, optimize=optimize, schedules=schedules, threads=threads)
     notes = {k: v for k, v in module.attributes.items() if k.startswith(MODULE_NOTES_PREFIX)}
     t0 = time.perf_counter()
@@ -288,11 +290,14 @@ def _compile_gpu(
     optimize: bool,
     ins: list[TensorSpec],
     outs: list[TensorSpec],
+    schedules: Sequence[str | ModulePass] = (),
 ) -> CompiledModel:
     """The GPU half of compile_module: the gpu level for `preset` (default: the device's kind),
     its kernels printed as OpenCL C or CUDA C and loaded by that runtime."""
     check_available(api)
-    lower_to_gpu(module, preset or preset_for(api), ctx, timings, optimize=optimize)
+    lower_to_gpu(
+        module, preset or preset_for(api), ctx, timings, optimize=optimize, schedules=schedules
+    )
     notes = {k: v for k, v in module.attributes.items() if k.startswith(MODULE_NOTES_PREFIX)}
     t0 = time.perf_counter()
     program = load_program(module, api, len(ins))
@@ -316,14 +321,13 @@ def compile_model(
     (passes/schedule/gpu_target.py; default: that of the device they run on).
     `optimize=False` skips the graph-level passes (folding, fusion): one kernel per operator.
     `schedules`: passes run on the kernels before the default schedules, e.g. the tuner's
-    `autotune.apply_pass.tuned_schedules(db)` or a hand-written `tile{sizes=... op=1}`.
+    `autotune.apply_pass.tuned_schedules(db)` (for a GPU: `tuned_schedules(db, target=...,
+    preset=...)`) or a hand-written `tile{sizes=... op=1}`.
     """
     if target not in TARGETS:
         raise CompileError(f"unknown target '{target}' (available: {', '.join(TARGETS)})")
     if target != "cpu":
         check_available(target)  # before the work: no GPU, no point compiling for one
-        if schedules:
-            raise CompileError(f"tuned schedules are CPU schedules; target '{target}' has none")
     t0 = time.perf_counter()
     module = import_model(model, input_shapes)
     t_import = time.perf_counter() - t0

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import onnx
 import pytest
 
 from compiler import zoo
+from tests.support.cli import ziggurat_cmd
 
 REPO = Path(__file__).resolve().parents[1]
 MLIR_OPT = Path("/usr/bin/mlir-opt-22")
@@ -39,11 +39,6 @@ ALLOWED = {
 }
 REQUIRED = {"tensor": "linalg", "loops": "scf", "llvm-dialect": "llvm"}
 OP_NAME = re.compile(r'^\s*(?:%[^=]*= )?"([a-z_]+)\.[a-z_.]+"\(', re.M)
-
-
-def ziggurat_cmd() -> list[str]:
-    script = Path(sys.executable).parent / "ziggurat"
-    return [str(script)] if script.is_file() else [sys.executable, "-m", "compiler.cli"]
 
 
 @pytest.fixture(scope="module", params=list(MODELS))

@@ -8,7 +8,6 @@ test necessarily compiles it again in its own process.
 from __future__ import annotations
 
 import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,6 +18,7 @@ import pytest
 
 from compiler import zoo
 from compiler.model import CompiledModel, compile_model
+from tests.support.cli import ziggurat_cmd
 
 REPO = Path(__file__).resolve().parents[1]
 RTOL, ATOL = 1e-4, 1e-5
@@ -28,12 +28,6 @@ MODELS = {
     "transformer-block": zoo.transformer_block,
     "resnet18": zoo.resnet18,
 }
-
-
-def ziggurat_cmd() -> list[str]:
-    """The installed console script next to this interpreter, else the module it runs."""
-    script = Path(sys.executable).parent / "ziggurat"
-    return [str(script)] if script.is_file() else [sys.executable, "-m", "compiler.cli"]
 
 
 @dataclass

@@ -13,10 +13,16 @@ Failures are results (`error_kind`, one of ERROR_KINDS), never exceptions; when 
 itself cannot be built or run, no candidate of the task is run or counted as correct.
 
 interfaces.py holds the protocols (Builder, Runner, Checker), the records they pass, and how a
-GPU runner plugs in; local.py composes them (`measure_with`, `measure`).
+GPU runner plugs in; compose.py composes them (`measure_with`), local.py is the measurement on
+this machine (`measure`).
 
-Importing this package imports no xDSL (the runner process imports it): the functions that need
-the compiler import it when called.
+On a GPU (`measure(target="opencl" | "cuda", preset=...)`, gpu_measure.py): gpu_builder.py lowers
+to kernel C and launches, gpu_runner.py runs them in a child process that owns the device and
+times them with device events (warm caches: L2_POLICY), and the outputs are checked against the
+task's CPU reference (CpuReferenceChecker).
+
+Importing this package imports no xDSL nor pyopencl/pycuda (the runner processes import it): the
+functions that need them import them when called.
 """
 
 from __future__ import annotations
@@ -28,6 +34,16 @@ from autotune.measure.checker import (
     ReferenceChecker,
     clear_references,
     mismatch,
+)
+from autotune.measure.compose import measure_with
+from autotune.measure.gpu_builder import GpuBuilder
+from autotune.measure.gpu_measure import CpuReferenceChecker, measure_gpu
+from autotune.measure.gpu_runner import (
+    L2_POLICY,
+    MIN_SAMPLE_S,
+    GpuRunner,
+    default_gpu_runner,
+    device_info,
 )
 from autotune.measure.interfaces import (
     ERROR_KINDS,
@@ -47,7 +63,7 @@ from autotune.measure.interfaces import (
     random_inputs,
 )
 from autotune.measure.kernel import kernel_signature, private_args
-from autotune.measure.local import measure, measure_with
+from autotune.measure.local import measure
 from autotune.measure.runner import MIN_REPEAT_S, LocalRunner, default_runner
 from compiler.backends.llvm_cpu.jit import host_target
 
@@ -55,13 +71,18 @@ __all__ = [
     "DEFAULT_CHECKER",
     "ERROR_KINDS",
     "INPUT_SEED",
+    "L2_POLICY",
     "MIN_REPEAT_S",
+    "MIN_SAMPLE_S",
     "REFERENCE_PASSES",
     "BuildInput",
     "BuildResult",
     "Builder",
     "Check",
     "Checker",
+    "CpuReferenceChecker",
+    "GpuBuilder",
+    "GpuRunner",
     "LocalBuilder",
     "LocalRunner",
     "MeasureResult",
@@ -74,10 +95,13 @@ __all__ = [
     "Signature",
     "build",
     "clear_references",
+    "default_gpu_runner",
     "default_runner",
+    "device_info",
     "host_target",
     "kernel_signature",
     "measure",
+    "measure_gpu",
     "measure_with",
     "mismatch",
     "private_args",

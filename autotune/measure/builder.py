@@ -10,8 +10,9 @@ package (to reach autotune/measure/runner.py) and must start without them.
 
 from __future__ import annotations
 
+import functools
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from autotune.measure.interfaces import BuildInput, BuildResult
@@ -41,28 +42,43 @@ def build(task: Task, config_passes: list[str], kernel_ir: str | None = None) ->
     return compile_object(module)
 
 
-def _build_job(job: BuildInput) -> BuildResult:
+def timed_build(make: Callable[[BuildInput], bytes], job: BuildInput) -> BuildResult:
+    """`make(job)` as a result: its artifact, or the error it raised (a compile error is a
+    result, never an exception), with the time it took."""
     t0 = time.perf_counter()
     try:
-        obj = build(job.task, job.passes, job.kernel_ir)
-    except Exception as e:  # a compile error is a result
+        artifact = make(job)
+    except Exception as e:
         return BuildResult(None, f"{type(e).__name__}: {e}", time.perf_counter() - t0)
-    return BuildResult(obj, "", time.perf_counter() - t0)
+    return BuildResult(artifact, "", time.perf_counter() - t0)
+
+
+def build_in_pool(
+    make: Callable[[BuildInput], bytes],
+    inputs: Sequence[BuildInput],
+    workers: int,
+    timeout_s: float,
+) -> list[BuildResult]:
+    """timed_build of every input in a forked pool of `workers` processes (in this process
+    with one worker, one input, or no `fork`), each within `timeout_s` (on average over a
+    pool's share of the inputs): what every builder (CPU, GPU) does with its `make`."""
+
+    def late(_: BuildInput) -> BuildResult:
+        return BuildResult(None, f"build did not finish in {timeout_s:g} s", timeout_s)
+
+    return fork_map(functools.partial(timed_build, make), inputs, workers, timeout_s, late)
+
+
+def _make(job: BuildInput) -> bytes:
+    return build(job.task, job.passes, job.kernel_ir)
 
 
 class LocalBuilder:
-    """Builds on this machine: in a forked pool of `workers` processes (in this process with one
-    worker, one input, or no `fork`), each build within `timeout_s` (on average over a pool's
-    share of the inputs)."""
+    """Builds on this machine (build_in_pool)."""
 
     def __init__(self, workers: int = 2, timeout_s: float = 10.0) -> None:
         self.workers = workers
         self.timeout_s = timeout_s
 
     def build(self, inputs: Sequence[BuildInput]) -> list[BuildResult]:
-        def late(_: BuildInput) -> BuildResult:
-            return BuildResult(
-                None, f"build did not finish in {self.timeout_s:g} s", self.timeout_s
-            )
-
-        return fork_map(_build_job, inputs, self.workers, self.timeout_s, late)
+        return build_in_pool(_make, inputs, self.workers, self.timeout_s)

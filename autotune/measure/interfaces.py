@@ -26,8 +26,9 @@ CPU builder, the checker or `measure_with`:
   output `check` rejects is a `wrong_result`, after which the process (or the context) is reset,
   since the kernel may have written outside its buffers.
 The Checker only ever sees numpy outputs and `measure_with` only results, so both stay as they
-are; `measure` gains one branch choosing the GPU builder and runner for their `target` name
-(today it accepts 'cpu' only). tests/autotune/measure/test_local.py composes such a pair.
+are; `measure` has one branch choosing the GPU builder and runner (gpu_builder.py,
+gpu_runner.py, composed with the CPU's reference in gpu_measure.py) for target 'opencl' or
+'cuda'.
 """
 
 from __future__ import annotations
@@ -129,6 +130,20 @@ class RunResult:
     @property
     def ok(self) -> bool:
         return self.error_kind is None
+
+
+def checked_result(
+    costs: list[float], outputs: list[np.ndarray], run_s: float, check: Check | None
+) -> RunResult:
+    """A run's result as every Runner reports it: with `check`, its outputs judged and dropped
+    (a rejection is a `wrong_result`: the runner then starts afresh); without, kept (a
+    reference run)."""
+    if check is None:
+        return RunResult(costs, outputs, None, "", run_s)
+    why = check(outputs)
+    if why:
+        return RunResult(costs, None, "wrong_result", why, run_s)
+    return RunResult(costs, None, None, "", run_s)
 
 
 @dataclass(frozen=True)

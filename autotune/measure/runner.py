@@ -10,21 +10,15 @@ write may have corrupted it). Each workload's inputs are made once per process
 from __future__ import annotations
 
 import atexit
-import ctypes
 import functools
-import os
-import signal
-import socket
-import subprocess
-import sys
 import time
 from collections.abc import Sequence
 from multiprocessing.connection import Connection
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from autotune.measure.child import ChildProcess, die_with_parent
 from autotune.measure.interfaces import (
     BuildResult,
     Check,
@@ -32,21 +26,20 @@ from autotune.measure.interfaces import (
     RunResult,
     RunSettings,
     Signature,
+    checked_result,
     random_inputs,
 )
 from compiler.backends.llvm_cpu import jit
 from compiler.runtime import aligned_copy, time_calls
 
 MIN_REPEAT_S = 0.002  # each timed repeat runs the kernel `number` times, at least this long
-START_TIMEOUT_S = 60.0  # runner start-up (imports)
 KERNEL = "kernel"  # the function an object file exports (see builder.py)
 
 # ----------------------------------------------------------------------------- the child
 
 
 def _runner_entry(fd: int) -> None:
-    if sys.platform == "linux":  # die with the tuner, even while stuck in a hung kernel
-        ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    die_with_parent()
     _runner_main(Connection(fd))
 
 
@@ -105,48 +98,17 @@ class LocalRunner:
     or an output its check rejects."""
 
     def __init__(self) -> None:
-        self._proc: Any = None
-        self._conn: Connection | None = None
-
-    def _start(self) -> None:
-        # a plain interpreter (not multiprocessing's spawn, which re-imports the caller's __main__)
-        # holding one end of a socket pair
-        ours, theirs = socket.socketpair()
-        root = str(Path(__file__).resolve().parents[2])
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
-        code = (
+        self.child = ChildProcess(
             "import sys; from autotune.measure.runner import _runner_entry; "
             "_runner_entry(int(sys.argv[1]))"
         )
-        try:
-            proc = subprocess.Popen(
-                [sys.executable, "-c", code, str(theirs.fileno())],
-                pass_fds=[theirs.fileno()],
-                env=env,
-                stdin=subprocess.DEVNULL,
-            )
-        finally:
-            theirs.close()
-        conn = Connection(ours.detach())
-        if not conn.poll(START_TIMEOUT_S):
-            proc.kill()
-            proc.wait()
-            raise RuntimeError("the measurement runner did not start")
-        conn.recv()
-        self._proc, self._conn = proc, conn
 
     @property
     def pid(self) -> int | None:
-        return self._proc.pid if self._proc is not None else None
+        return self.child.pid
 
     def stop(self) -> None:
-        if self._proc is not None:
-            self._proc.kill()
-            self._proc.wait()
-            assert self._conn is not None
-            self._conn.close()
-        self._proc, self._conn = None, None
+        self.child.stop()
 
     def run(
         self,
@@ -166,64 +128,33 @@ class LocalRunner:
                 results.append(RunResult(error_kind=kind, error=payload))
                 continue
             costs, outputs, run_s = payload
-            if check is None:
-                results.append(RunResult(costs, outputs, None, "", run_s))
-                continue
-            why = check(outputs)
-            if why:
+            result = checked_result(costs, outputs, run_s, check)
+            if result.error_kind == "wrong_result":
                 self.stop()  # it may have written where it should not
-                results.append(RunResult(costs, None, "wrong_result", why, run_s))
-            else:
-                results.append(RunResult(costs, None, None, "", run_s))
+            results.append(result)
         return results
 
     def _run_one(
         self, key: str, signature: Signature, obj: bytes, settings: RunSettings
     ) -> tuple[str, Any]:
         """("ok", (costs, outputs, run_s)) | ("runtime_error" | "timeout", message)."""
-        if self._proc is None or self._proc.poll() is not None:
-            self.stop()
-            self._start()
-        assert self._conn is not None
         timeout_s = settings.timeout_s
-        t0 = time.perf_counter()
-        try:
-            self._conn.send(
-                (
-                    "run",
-                    key,
-                    signature,
-                    obj,
-                    settings.repeat,
-                    settings.number,
-                    timeout_s / 2,
-                    settings.threads,
-                )
-            )
-            if not self._conn.poll(timeout_s):
-                self.stop()
-                return "timeout", f"no answer within {timeout_s:g} s (killed)"
-            msg = self._conn.recv()
-        except (EOFError, OSError):
-            return "runtime_error", self._died(time.perf_counter() - t0)
-        if msg[0] == "error":
+        question = (
+            "run",
+            key,
+            signature,
+            obj,
+            settings.repeat,
+            settings.number,
+            timeout_s / 2,
+            settings.threads,
+        )
+        kind, msg = self.child.ask(question, timeout_s)
+        if kind != "reply":
+            return kind, msg
+        if msg[0] == "error":  # a broken object file: the child is fine
             return "runtime_error", msg[1]
         return "ok", (msg[1], msg[2], msg[3])
-
-    def _died(self, after_s: float) -> str:
-        """Why the child went away (it is reaped and forgotten)."""
-        try:
-            code = self._proc.wait(5)
-        except subprocess.TimeoutExpired:
-            code = None
-        self.stop()
-        if code is not None and code < 0:
-            try:
-                name = signal.Signals(-code).name
-            except ValueError:
-                name = f"signal {-code}"
-            return f"crashed: killed by {name} after {after_s:.3f} s"
-        return f"runner exited with code {code}"
 
 
 _RUNNER: LocalRunner | None = None

@@ -159,8 +159,6 @@ def _emit_gpu(args: argparse.Namespace, shapes: dict[str, list[int]], optimize: 
         raise UsageError(
             f"--target {args.target} compiles for a GPU: --emit one of {', '.join(GPU_EMITS)}"
         )
-    if args.db:
-        raise UsageError("--db holds CPU schedules; GPU kernels use their default schedules")
     api = args.emit if args.emit != GPU_LEVEL else ("opencl" if args.target == "opencl" else "cuda")
     if api == "opencl" and args.target == "cuda" or api == "cuda" and args.target == "opencl":
         raise UsageError(f"--emit {args.emit} does not fit --target {args.target}")
@@ -168,8 +166,13 @@ def _emit_gpu(args: argparse.Namespace, shapes: dict[str, list[int]], optimize: 
         preset = "cuda"
     else:
         preset = preset_for("opencl") if unavailable_reason("opencl") is None else "opencl-gpu"
+    schedules = []
+    if args.db:  # records tuned for this preset (measured on a device of its kind)
+        from autotune.apply_pass import tuned_schedules
+
+        schedules = tuned_schedules(args.db, target=api, preset=preset)
     module = import_model(_model_arg(args.model), shapes)
-    lower_to_gpu(module, preset, optimize=optimize)
+    lower_to_gpu(module, preset, optimize=optimize, schedules=schedules)
     _write(str(module) if args.emit == GPU_LEVEL else kernel_source(module, api), args.output)
 
 
@@ -199,15 +202,13 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     _check_threads(args.threads)
     _check_readable(args.model, "model file")
-    if args.target != "cpu" and args.db:
-        raise UsageError("--db holds CPU schedules; GPU kernels use their default schedules")
     feeds = _load_npz(args.inputs)
     model = compile_model(
         args.model,
         parse_input_shapes(args.input_shape),
         target=args.target,
         optimize=not args.no_graph_opt,
-        schedules=_schedules(args.db, args.threads) if args.target == "cpu" else [],
+        schedules=_schedules(args.db, args.threads, args.target),
         threads=args.threads,
     )
     if args.db:
@@ -240,13 +241,11 @@ def cmd_bench(args: argparse.Namespace) -> int:
     from compiler.benchmark import bench_model
 
     notes: dict[str, Attribute] = {}
-    if args.target != "cpu" and args.db:
-        raise UsageError("--db holds CPU schedules; GPU kernels use their default schedules")
     result = bench_model(
         _model_arg(args.model),
         args.threads,
         args.seconds,
-        schedules=_schedules(args.db, args.threads) if args.target == "cpu" else [],
+        schedules=_schedules(args.db, args.threads, args.target),
         notes=notes,
         target=args.target,
     )
@@ -280,6 +279,29 @@ def _model_arg(name: str) -> Any:
     return model
 
 
+def _tuning_target(args: argparse.Namespace):
+    """The target `tune` measures on (a GPU one checked to be usable here, before any work)."""
+    from autotune.tuning_target import tuning_target
+
+    if args.target == "cpu":
+        if args.preset:
+            raise UsageError("--preset is for --target opencl or cuda")
+        return tuning_target("cpu", threads=args.threads)
+    from compiler.backends.gpu.compile import preset_for, unavailable_reason
+
+    if args.dask:
+        raise UsageError("--dask measures on CPU workers; tune --target opencl|cuda runs here")
+    if args.threads != 1:
+        raise UsageError("--threads is a CPU option; a GPU target runs on its device's threads")
+    reason = unavailable_reason(args.target)
+    if reason is not None:
+        raise UsageError(f"target '{args.target}' cannot tune on this machine: {reason}")
+    try:
+        return tuning_target(args.target, args.preset or preset_for(args.target))
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+
+
 def cmd_tune(args: argparse.Namespace) -> int:
     from autotune.task import extract_tasks
     from autotune.tune_model import check_plotting, plot_curves, tune_tasks
@@ -294,6 +316,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
         raise UsageError(
             "--dask-tls-ca, --dask-tls-cert, --dask-tls-key and --dask-insecure need --dask"
         )
+    target = _tuning_target(args)
     tasks = extract_tasks(_model_arg(args.model))
     measurer = None
     if args.dask:
@@ -311,8 +334,13 @@ def cmd_tune(args: argparse.Namespace) -> int:
             f"measuring on {measurer.n_workers} dask workers ({measurer.target['cpu']})",
             file=sys.stderr,
         )
+    where = (
+        f"{args.threads} thread(s)"
+        if not target.is_gpu
+        else f"{target.record_fields()['device'].get('name', args.target)} ({target.preset})"
+    )
     print(
-        f"{len(tasks)} tasks; {args.trials} trials with the {args.tuner} tuner on {args.threads} thread(s)"
+        f"{len(tasks)} tasks; {args.trials} trials with the {args.tuner} tuner on {where}"
         f"{' with transfer learning' if args.transfer else ''}; records -> {args.db}",
         file=sys.stderr,
     )
@@ -324,8 +352,8 @@ def cmd_tune(args: argparse.Namespace) -> int:
             tuner=args.tuner,
             seed=args.seed,
             measure_fn=measurer,
-            threads=args.threads,
             transfer=args.transfer,
+            target=target,
         )
     finally:
         if measurer is not None:
@@ -337,11 +365,17 @@ def cmd_tune(args: argparse.Namespace) -> int:
     return 0
 
 
-def _schedules(db: str | None, threads: int) -> list[ModulePass]:
-    """The kernels' schedules from a tuning database (`--db`), applied by the tuner's pass."""
+def _schedules(db: str | None, threads: int, target: str = "cpu") -> list[ModulePass]:
+    """The kernels' schedules from a tuning database (`--db`), applied by the tuner's pass: for
+    a GPU target, the records of the preset its device gets, measured on that device."""
     from autotune.apply_pass import tuned_schedules
 
-    return tuned_schedules(db, threads)
+    if not db or target == "cpu":
+        return tuned_schedules(db, threads)
+    from compiler.backends.gpu.compile import check_available, preset_for
+
+    check_available(target)  # the preset is the device's kind
+    return tuned_schedules(db, target=target, preset=preset_for(target))
 
 
 def _report_db_use(notes: dict[str, Attribute]) -> None:
@@ -487,7 +521,16 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument(
         "--db", required=True, help="JSON-lines database (appended to; tuning resumes from it)"
     )
-    t.add_argument("--target", default="cpu", choices=["cpu"])
+    t.add_argument(
+        "--target",
+        default="cpu",
+        choices=["cpu", "opencl", "cuda"],
+        help="measure on this CPU, an OpenCL device or a CUDA GPU",
+    )
+    t.add_argument(
+        "--preset",
+        help="GPU schedule target (opencl-cpu, opencl-gpu, cuda; default: the device's kind)",
+    )
     t.add_argument("--seed", type=int, default=0)
     t.add_argument(
         "--threads",

@@ -37,6 +37,46 @@ func.func @matmul(%a: memref<{m}x{k}xf32>, %b: memref<{k}x{n}xf32>, %c: memref<{
 """
 
 
+def rows(n: int, m: int, body: str = "%s = arith.addf %acc, %a : f32") -> str:
+    """y[i] combines x[i, :] with `body` (result %s): a softmax or layer-norm row's reduction,
+    the kernel a reduction split is for."""
+    return f"""
+func.func @rows(%x: memref<{n}x{m}xf32>, %y: memref<{n}xf32>) {{
+  linalg.generic {{indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i)>],
+                  iterator_types = ["parallel", "reduction"]}}
+      ins(%x : memref<{n}x{m}xf32>) outs(%y : memref<{n}xf32>) {{
+  ^bb0(%a: f32, %acc: f32):
+    {body}
+    linalg.yield %s : f32
+  }}
+  func.return
+}}
+"""
+
+
+def conv(cin: int = 16, cout: int = 32, hw: int = 18, k: int = 3) -> str:
+    """out[co, y, x] += in[ci, y + ky, x + kx] * w[co, ci, ky, kx]: three reduction loops."""
+    o = hw - k + 1
+    return f"""
+func.func @conv(%in: memref<{cin}x{hw}x{hw}xf32>, %w: memref<{cout}x{cin}x{k}x{k}xf32>,
+                %out: memref<{cout}x{o}x{o}xf32>) {{
+  linalg.generic {{indexing_maps = [
+        affine_map<(co, y, x, ci, ky, kx) -> (ci, y + ky, x + kx)>,
+        affine_map<(co, y, x, ci, ky, kx) -> (co, ci, ky, kx)>,
+        affine_map<(co, y, x, ci, ky, kx) -> (co, y, x)>],
+      iterator_types = ["parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]}}
+      ins(%in, %w : memref<{cin}x{hw}x{hw}xf32>, memref<{cout}x{cin}x{k}x{k}xf32>)
+      outs(%out : memref<{cout}x{o}x{o}xf32>) {{
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %p = arith.mulf %a, %b : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }}
+  func.return
+}}
+"""
+
+
 RELU = """
 func.func @relu(%x: memref<4x32xf32>, %y: memref<4x32xf32>) {
   linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>],

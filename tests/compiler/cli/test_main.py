@@ -21,7 +21,6 @@ import os
 import re
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -33,13 +32,9 @@ from onnx import TensorProto, helper
 from compiler import zoo
 from compiler.cli.main import main
 from tests.support import REPO_ROOT
+from tests.support.cli import ziggurat_cmd
 
 REPO = REPO_ROOT
-
-
-def ziggurat_cmd() -> list[str]:
-    script = Path(sys.executable).parent / "ziggurat"
-    return [str(script)] if script.is_file() else [sys.executable, "-m", "compiler.cli"]
 
 
 def run_cli(*args: str | Path, timeout: int = 300) -> subprocess.CompletedProcess[str]:

@@ -17,23 +17,7 @@ from passes.schedule.gpu_rules import check_gpu_schedule, staged_bytes
 from passes.schedule.gpu_target import gpu_target
 from passes.schedule.reduction_split import check_split, combiner, split_loop
 from passes.transforms.split_reduction import SplitReductionPass
-from tests.support.schedule_kernels import ADD, context, generics, kernel, matmul, parse
-
-
-def rows(n: int, m: int, body: str = "%s = arith.addf %acc, %a : f32") -> str:
-    """y[i] combines x[i, :]: a row reduction with the given body (result %s)."""
-    return f"""
-func.func @rows(%x: memref<{n}x{m}xf32>, %y: memref<{n}xf32>) {{
-  linalg.generic {{indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i)>],
-                  iterator_types = ["parallel", "reduction"]}}
-      ins(%x : memref<{n}x{m}xf32>) outs(%y : memref<{n}xf32>) {{
-  ^bb0(%a: f32, %acc: f32):
-    {body}
-    linalg.yield %s : f32
-  }}
-  func.return
-}}
-"""
+from tests.support.schedule_kernels import ADD, context, generics, kernel, matmul, parse, rows
 
 
 def pool(channels: int, hw: int) -> str:
