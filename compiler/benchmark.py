@@ -112,3 +112,65 @@ def bench_model(
         result["ziggurat_unoptimized_ms"] = round(t["unoptimized"] * 1e3, 3)
         result["graph_opt_speedup"] = round(t["unoptimized"] / t["ziggurat"], 3)
     return result
+
+
+def bench_directory(
+    directory: str | Path,
+    threads: Sequence[int] = (1, 2),
+    seconds: float = 1.0,
+    target: str = "cpu",
+    progress: Callable[[str], None] | None = None,
+) -> list[dict[str, Any]]:
+    """bench_model for every `*.onnx` in `directory` (sorted) at each thread count: one row per
+    model, {"model", "file", "runs": {threads: bench_model's result}}; a model that cannot be
+    compiled or checked gets {"error": why} and the others still run."""
+    rows = []
+    for path in sorted(Path(directory).glob("*.onnx")):
+        if progress is not None:
+            progress(path.name)
+        row: dict[str, Any] = {"model": path.stem, "file": str(path), "runs": {}}
+        try:
+            for t in threads:
+                row["runs"][t] = bench_model(path, t, seconds, target=target)
+        except Exception as e:  # one bad model must not lose the others' figures
+            row["error"] = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+        rows.append(row)
+    return rows
+
+
+def directory_table(rows: list[dict[str, Any]], threads: Sequence[int]) -> str:
+    """The table `ziggurat bench DIR` prints: latency ratios against onnxruntime (< 1: ziggurat
+    faster) per thread count, each engine's speed-up from the first thread count to the last,
+    and the geometric mean of each ratio column over the models that ran."""
+    first, last = threads[0], threads[-1]
+    head = f"{'model':<28}" + "".join(
+        f"{f'ours {t}t ms':>12}{f'ort {t}t ms':>12}{f'ratio {t}t':>10}" for t in threads
+    )
+    if len(threads) > 1:
+        head += f"{'speed-up ours':>15}{'speed-up ort':>14}"
+    lines = [head]
+    ratios: dict[int, list[float]] = {t: [] for t in threads}
+    for row in rows:
+        name = row["model"][:27]
+        if "error" in row:
+            lines.append(f"{name:<28}error: {row['error'][:100]}")
+            continue
+        runs = row["runs"]
+        line = f"{name:<28}"
+        for t in threads:
+            r = runs[t]
+            ratios[t].append(r["ratio"])
+            line += f"{r['ziggurat_ms']:>12.3f}{r['onnxruntime_ms']:>12.3f}{r['ratio']:>10.2f}"
+        if len(threads) > 1:
+            ours = runs[first]["ziggurat_ms"] / runs[last]["ziggurat_ms"]
+            ort_ = runs[first]["onnxruntime_ms"] / runs[last]["onnxruntime_ms"]
+            line += f"{ours:>14.2f}x{ort_:>13.2f}x"
+        lines.append(line)
+    geo = f"{'geomean':<28}"
+    for t in threads:
+        values = ratios[t]
+        mean = float(np.exp(np.mean(np.log(values)))) if values else float("nan")
+        geo += f"{'':>12}{'':>12}{mean:>10.2f}"
+    lines.append(geo)
+    lines.append(f"cpu: {cpu_description()}")
+    return "\n".join(lines)

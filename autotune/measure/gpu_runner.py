@@ -96,27 +96,6 @@ class _OpenCL:
 
         return OpenCLProgram(plan, source, self.device)
 
-    def copy_in(self, program: Any, arrays: list[np.ndarray]) -> None:
-        program._copy_in(arrays)
-        program.queue.finish()
-
-    def calls(self, program: Any, number: int) -> float:
-        """Device seconds of `number` back-to-back calls (sum of their launches' events)."""
-        launches = range(len(program.plan.launches))
-        events = [program._enqueue(i) for _ in range(number) for i in launches]
-        program.queue.finish()
-        return sum(e.profile.end - e.profile.start for e in events if e is not None) * 1e-9
-
-    def read(self, program: Any) -> list[np.ndarray]:
-        import pyopencl as cl
-
-        out = [np.empty(s.shape, s.dtype) for s in program.plan.inputs]
-        for buf, a in zip(program.inputs, out, strict=True):
-            if a.nbytes:
-                cl.enqueue_copy(program.queue, a, buf, is_blocking=False)
-        program.queue.finish()
-        return out
-
     def close(self, program: Any) -> None:
         pass  # pyopencl releases the context and buffers with the program object
 
@@ -156,34 +135,6 @@ class _Cuda:
 
         return CudaProgram(plan, source)
 
-    def copy_in(self, program: Any, arrays: list[np.ndarray]) -> None:
-        with program._active():
-            program._copy_in(arrays)
-
-    def calls(self, program: Any, number: int) -> float:
-        """Device seconds of `number` back-to-back calls (CUDA events around them)."""
-        import pycuda.driver as cuda
-
-        with program._active():
-            start, end = cuda.Event(), cuda.Event()
-            start.record()
-            for _ in range(number):
-                for i in range(len(program.plan.launches)):
-                    program._launch(i)
-            end.record()
-            end.synchronize()
-            return float(end.time_since(start)) * 1e-3
-
-    def read(self, program: Any) -> list[np.ndarray]:
-        import pycuda.driver as cuda
-
-        out = [np.empty(s.shape, s.dtype) for s in program.plan.inputs]
-        with program._active():
-            for buf, a in zip(program.inputs, out, strict=True):
-                if a.nbytes:
-                    cuda.memcpy_dtoh(a, buf)
-        return out
-
     def close(self, program: Any) -> None:
         program.close()
 
@@ -208,11 +159,11 @@ def _measure(
         raise ValueError(f"the artifact's arguments {doc['arguments']} are not {signature}")
     program = device.load(plan, doc["source"])
     try:
-        device.copy_in(program, init)
-        device.calls(program, 1)  # the checked call
-        outputs = device.read(program)
+        program.copy_in(init)
+        program.launch_all(1)  # the checked call
+        outputs = program.read_inputs()
         t0 = time.perf_counter()
-        first = device.calls(program, 1)  # the warm-up
+        first = program.launch_all(1)  # the warm-up
         wall = time.perf_counter() - t0  # launching costs the host more than tiny kernels take
         if number <= 0:
             number = math.ceil(MIN_SAMPLE_S / max(first, 1e-9))
@@ -220,7 +171,7 @@ def _measure(
         # a slow kernel gets fewer samples rather than a timeout (the budget is half the limit)
         repeat = max(1, min(repeat, int(budget_s / max(wall * number, 1e-9))))
         # at least the clocks' 1 ns tick: a sequence whose grids are all empty reads 0
-        costs = [max(device.calls(program, number) / number, 1e-9) for _ in range(repeat)]
+        costs = [max(program.launch_all(number) / number, 1e-9) for _ in range(repeat)]
         return costs, outputs
     finally:
         device.close(program)

@@ -236,8 +236,34 @@ def _check_threads(threads: int) -> None:
         )
 
 
+def _bench_directory(args: argparse.Namespace) -> int:
+    """`ziggurat bench DIR`: every model of the directory at 1 thread and at --threads (2 by
+    default), as one table of ratios against onnxruntime."""
+    from compiler.benchmark import bench_directory, directory_table
+
+    if args.db:
+        raise UsageError("--db applies to one model; bench a directory with default schedules")
+    threads = (1, args.threads if args.threads > 1 else 2)
+    if not any(Path(args.model).glob("*.onnx")):
+        raise UsageError(f"no .onnx files in the directory {args.model}")
+    rows = bench_directory(
+        args.model,
+        threads,
+        args.seconds,
+        target=args.target,
+        progress=lambda name: print(f"bench: {name}", file=sys.stderr, flush=True),
+    )
+    if args.json:
+        _stdout(json.dumps(rows) + "\n")
+    else:
+        _stdout(directory_table(rows, threads) + "\n")
+    return 0
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
     _check_threads(args.threads)
+    if Path(args.model).is_dir():
+        return _bench_directory(args)
     from compiler.benchmark import bench_model
 
     notes: dict[str, Attribute] = {}
@@ -498,7 +524,11 @@ def build_parser() -> argparse.ArgumentParser:
     r.set_defaults(fn=cmd_run)
 
     b = sub.add_parser("bench", help="time ziggurat and onnxruntime in the same run")
-    b.add_argument("model", help="an .onnx file or zoo:NAME (zoo:resnet18, zoo:small-cnn, ...)")
+    b.add_argument(
+        "model",
+        help="an .onnx file, zoo:NAME (zoo:resnet18, zoo:small-cnn, ...), or a directory of "
+        ".onnx files (a table of ratios at 1 and 2 threads)",
+    )
     b.add_argument(
         "--threads", type=int, default=1, help="threads for ziggurat and for onnxruntime (intra-op)"
     )

@@ -223,6 +223,34 @@ class CudaProgram(DeviceProgram):
             if a.nbytes:
                 cuda.memcpy_htod(buf, a)
 
+    def copy_in(self, inputs: list[np.ndarray]) -> None:
+        with self._active():
+            self._copy_in(inputs)
+
+    def launch_all(self, times: int = 1) -> float:
+        """Device seconds: CUDA events around the whole sequence (gaps between launches count)."""
+        import pycuda.driver as cuda
+
+        with self._active():
+            start, end = cuda.Event(), cuda.Event()
+            start.record()
+            for _ in range(times):
+                for i in range(len(self.functions)):
+                    self._launch(i)
+            end.record()
+            end.synchronize()
+            return float(end.time_since(start)) * 1e-3
+
+    def read_inputs(self) -> list[np.ndarray]:
+        import pycuda.driver as cuda
+
+        out = [np.empty(s.shape, s.dtype) for s in self.plan.inputs]
+        with self._active():
+            for buf, a in zip(self.inputs, out, strict=True):
+                if a.nbytes:
+                    cuda.memcpy_dtoh(a, buf)
+        return out
+
     def run(self, *arrays: np.ndarray) -> None:
         """@main: the inputs, then the output arrays, which receive the results."""
         import pycuda.driver as cuda

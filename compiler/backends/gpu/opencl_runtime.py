@@ -196,6 +196,26 @@ class OpenCLProgram(DeviceProgram):
             if a.nbytes:
                 cl.enqueue_copy(self.queue, buf, a, is_blocking=False)
 
+    def copy_in(self, inputs: list[np.ndarray]) -> None:
+        self._copy_in(inputs)
+        self.queue.finish()
+
+    def launch_all(self, times: int = 1) -> float:
+        """Device seconds: the sum of the launches' profiling events (queue gaps excluded)."""
+        events = [self._enqueue(i) for _ in range(times) for i in range(len(self.kernels))]
+        self.queue.finish()
+        return sum(e.profile.end - e.profile.start for e in events if e is not None) * 1e-9
+
+    def read_inputs(self) -> list[np.ndarray]:
+        import pyopencl as cl
+
+        out = [np.empty(s.shape, s.dtype) for s in self.plan.inputs]
+        for buf, a in zip(self.inputs, out, strict=True):
+            if a.nbytes:
+                cl.enqueue_copy(self.queue, a, buf, is_blocking=False)
+        self.queue.finish()
+        return out
+
     def run(self, *arrays: np.ndarray) -> None:
         """@main: the inputs, then the output arrays, which receive the results."""
         import pyopencl as cl

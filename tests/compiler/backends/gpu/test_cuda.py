@@ -76,6 +76,10 @@ def test_runs_against_numpy_twice_on_the_same_buffers(plan: HostPlan):
         assert all(s >= 0 for _, s in times)
         with pytest.raises(InputError, match="input 'arg0'"):
             main(np.zeros(8, np.float32), np.zeros((2, 8), np.float32))
+        x = np.arange(16, dtype=np.float32)  # resident: one copy, then launches only
+        program.copy_in([x])
+        assert program.launch_all(1) > 0 and program.launch_all(10) > 0
+        np.testing.assert_array_equal(program.read_inputs()[0], x)
     finally:
         program.close()
 

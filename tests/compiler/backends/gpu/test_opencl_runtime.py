@@ -69,6 +69,16 @@ def test_profile_times_each_launch(program: OpenCLProgram):
     assert all(s >= 0 for _, s in times)
 
 
+def test_resident_launches_time_without_copies(program: OpenCLProgram):
+    """copy_in once, then launch_all: the device time of back-to-back sequences; the inputs
+    read back as the device holds them."""
+    x = np.arange(16, dtype=np.float32)
+    program.copy_in([x])
+    one, ten = program.launch_all(1), program.launch_all(10)
+    assert 0 < one and 0 < ten
+    np.testing.assert_array_equal(program.read_inputs()[0], x)
+
+
 def test_wrong_arrays_are_input_errors(program: OpenCLProgram):
     with pytest.raises(InputError, match="input 'arg0'"):
         program.function("main")(np.zeros(8, np.float32), np.zeros((2, 8), np.float32))
