@@ -1509,6 +1509,22 @@ def _broadcast(p: _FunctionPrinter, op: Operation) -> None:
         p.define(result, p.fl.splat(v, p.lane_put(x, v)))
 
 
+@_handles("vector.shuffle")
+def _shuffle(p: _FunctionPrinter, op: Operation) -> None:
+    """Lanes picked from two vectors by a static mask (index < lanes of the first: from it,
+    else from the second), built lane by lane: both C flavours and every width."""
+    a, b = op.operands
+    result = op.results[0]
+    v, va, vb = _vec_of(p, result), _vec_of(p, a), _vec_of(p, b)
+    xa, xb = p.expr(a), p.expr(b)
+    mask = op.mask.get_values()  # type: ignore[attr-defined]
+    lanes = [
+        p.lane_put(p.lane_get(xa, va, m) if m < va.lanes else p.lane_get(xb, vb, m - va.lanes), v)
+        for m in mask
+    ]
+    p.define(result, p.construct(v, lanes))
+
+
 @_handles("vector.fma", "math.fma")
 def _fma(p: _FunctionPrinter, op: Operation) -> None:
     result = op.results[0]

@@ -1,9 +1,10 @@
 """Loads and stores of the kernel's operands at a loop position, `width` lanes at a time.
 
 An operand is read as a scalar (splat to the vector width when it does not vary along the vector
-loop), as one vector.load when the vector loop walks its innermost dimension with unit stride,
-and otherwise lane by lane through a one-vector stack scratch (a gather; stores scatter the same
-way). Operands packed into a panel (packing.py) are addressed relative to the tile's start.
+loop), as one vector.load when the vector loop walks its innermost dimension with unit stride, as
+two overlapping vector loads and one shuffle with stride 2 (a stride-2 convolution or pooling
+window), and otherwise lane by lane through a one-vector stack scratch (a gather; stores scatter
+the same way). Operands packed into a panel (packing.py) are addressed relative to the tile's start.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from xdsl.dialects import arith, memref, vector
-from xdsl.dialects.builtin import FloatAttr, MemRefType, VectorType
+from xdsl.dialects.builtin import DenseArrayBase, FloatAttr, MemRefType, VectorType, i64
 from xdsl.ir import Attribute, SSAValue
 
 from passes.analysis.kernel_access import OperandAccess
@@ -145,8 +146,14 @@ class OperandIO:
                 load = vector.LoadOp(value, self.indices(operand, pos), VectorType(elem, [width]))
                 found = emit.remember(key, emit.insert(load).result)
             return found
-        flat, first, lane_step = self.flat_access(operand, pos)  # gather through a scratch
-        scratch = self.scratch(elem)
+        flat, first, lane_step = self.flat_access(operand, pos)
+        if lane_step == 2 and width % 2 == 0:
+            key = ("vload2", operand, id(value), width, varying)
+            found = emit.lookup(key)
+            if found is None:
+                found = emit.remember(key, self._even_lanes(flat, first, elem, width))
+            return found
+        scratch = self.scratch(elem)  # gather through a scratch
 
         def lane_copy(lane: SSAValue, _: list[SSAValue]) -> list[SSAValue]:
             at = self._lane_address(first, lane, lane_step)
@@ -158,6 +165,20 @@ class OperandIO:
         return emit.insert(
             vector.LoadOp(scratch, [emit.index(0)], VectorType(elem, [width]))
         ).result
+
+    def _even_lanes(self, flat: SSAValue, first: SSAValue, elem: Attribute, width: int) -> SSAValue:
+        """flat[first + 2 * i] for i < width: vectors at `first` and at `first + width - 1`
+        cover exactly elements first .. first + 2 * (width - 1), so nothing outside the
+        operand's span is read; the even offsets are lanes 0, 2, .., width - 2 of the first and
+        1, 3, .., width - 1 of the second (one vpermt2ps with AVX-512)."""
+        emit = self.emitter
+        typ = VectorType(elem, [width])
+        low = emit.insert(vector.LoadOp(flat, [first], typ)).result
+        shifted = emit.insert(arith.AddiOp(first, emit.index(width - 1))).result
+        high = emit.insert(vector.LoadOp(flat, [shifted], typ)).result
+        mask = [*range(0, width, 2), *range(width + 1, 2 * width, 2)]
+        shuffle = vector.ShuffleOp(low, high, DenseArrayBase.from_list(i64, mask), result_type=typ)
+        return emit.insert(shuffle).result
 
     # ------------------------------------------------------------------------- stores
     def store(self, value: SSAValue, operand: int, pos: list[Pos], width: int) -> None:
