@@ -92,13 +92,26 @@ def default_schedule(info: KernelInfo, width: int | None = None) -> Schedule:
     else:
         nvec = 1
     if has_reduction:
-        # second register-tile loop: the parallel loop along which most inputs are invariant
-        # (their vectors are reused from registers), innermost first on ties
+        # second register-tile loop: the one that leaves the fewest loads per accumulator at
+        # each reduction step (an input invariant to it is loaded once and reused from
+        # registers, one varying along it once per row of the tile; a load is a vector when the
+        # input varies along the vector loop, a broadcast otherwise), innermost first on ties
         others = [d for d in info.parallel_loops if d != v and extents[d] > 1]
         if others:
-            inputs = [a for a in info.accesses if not a.is_output]
-            u = max(others, key=lambda d: (sum(a.invariant_to(d) for a in inputs), d))
-            unroll[u] = _divisor_at_most(extents[u], max(1, MAX_ACCUMULATORS // nvec))
+            inputs = [a for a in info.accesses if not a.is_output and not a.is_scalar]
+            budget = max(1, MAX_ACCUMULATORS // nvec)
+
+            def loads_per_accumulator(d: int) -> float:
+                rows = _divisor_at_most(extents[d], budget)
+                loads = sum(
+                    (1 if a.invariant_to(d) else rows)
+                    * (1 if v < 0 or a.invariant_to(v) else nvec)
+                    for a in inputs
+                )
+                return loads / (rows * nvec)
+
+            u = min(others, key=lambda d: (loads_per_accumulator(d), -d))
+            unroll[u] = _divisor_at_most(extents[u], budget)
             if unroll[u] < 3 and extents[u] > 3:  # awkward extent: accept a remainder tile
                 unroll[u] = min(extents[u], max(1, MAX_ACCUMULATORS // nvec))
         # tile the reduction so one step's working set stays in cache
