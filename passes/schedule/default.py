@@ -104,8 +104,7 @@ def default_schedule(info: KernelInfo, width: int | None = None) -> Schedule:
             def loads_per_accumulator(d: int) -> float:
                 rows = _divisor_at_most(extents[d], budget)
                 loads = sum(
-                    (1 if a.invariant_to(d) else rows)
-                    * (1 if v < 0 or a.invariant_to(v) else nvec)
+                    (1 if a.invariant_to(d) else rows) * (1 if v < 0 or a.invariant_to(v) else nvec)
                     for a in inputs
                 )
                 return loads / (rows * nvec)

@@ -290,7 +290,10 @@ def test_bench_missing_model_file(capsys: pytest.CaptureFixture[str], tmp_path: 
         call(capsys, "bench", str(tmp_path / "nope.onnx")),
         f"model file not found: {tmp_path / 'nope.onnx'}",
     )
-    assert_user_error(call(capsys, "bench", str(tmp_path)), f"model file {tmp_path} is a directory")
+    # a directory is a set of models (`ziggurat bench DIR`): an empty one says so
+    assert_user_error(
+        call(capsys, "bench", str(tmp_path)), f"no .onnx files in the directory {tmp_path}"
+    )
 
 
 def test_bench_model_file(capsys: pytest.CaptureFixture[str], tiny: Path) -> None:
