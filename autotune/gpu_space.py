@@ -37,6 +37,7 @@ import random
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+from autotune.space import schedule_passes, where_option
 from dialects.sched import Schedule
 from passes.analysis.kernel_access import KernelInfo
 from passes.schedule.gpu_default import gpu_default_schedule
@@ -361,20 +362,8 @@ class GpuSearchSpace:
         is reset first (a split schedule refuses vectors and staging) and set last (setting it
         resets vectors, staging and reduction tiles)."""
         s = self.to_schedule(config)
-        where = f" op={op_index}" + (f' kernel="{kernel}"' if kernel else "")
-
-        def ints(xs: tuple[int, ...]) -> str:
-            return ",".join(str(x) for x in xs)
-
-        vec = f"dim={s.vector} width={s.width}" if s.vector >= 0 else "dim=-1"
-        passes = [
-            f"split-reduction{{threads=1{where}}}",
-            f"vectorize{{{vec}{where}}}",
-            f"unroll-jam{{factors={ints(s.unroll)}{where}}}",
-            f"tile{{sizes={ints(s.tile)}{where}}}",
-            f"interchange{{order={ints(s.order)}{where}}}",
-            f"pack{{operands={ints(s.pack)}{where}}}" if s.pack else f"pack{{{where.strip()}}}",
-        ]
+        where = where_option(op_index, kernel)
+        passes = [f"split-reduction{{threads=1{where}}}", *schedule_passes(s, op_index, kernel)]
         if s.split > 1:
             passes.append(f"split-reduction{{threads={s.split}{where}}}")
         return passes

@@ -48,6 +48,32 @@ MAX_ACCUMULATORS = 24
 Config = dict[str, list[int] | int]
 
 
+def where_option(op_index: int, kernel: str = "") -> str:
+    """The options that aim a schedule pass at one anchor: ` op=N [kernel="K"]`."""
+    return f" op={op_index}" + (f' kernel="{kernel}"' if kernel else "")
+
+
+def schedule_passes(s: Schedule, op_index: int, kernel: str = "") -> list[str]:
+    """The loop-knob passes that set `s`'s vector loop, register tile, tiles, order and packed
+    operands on the anchor, whatever schedule it had: what a record replays (every space's
+    to_passes starts from these)."""
+    where = where_option(op_index, kernel)
+
+    def ints(xs: tuple[int, ...]) -> str:
+        return ",".join(str(x) for x in xs)
+
+    # vectorize first: it rounds the vector loop's register tile, which unroll-jam then sets
+    vec = f"dim={s.vector} width={s.width}" if s.vector >= 0 else "dim=-1"
+    pack = f"operands={ints(s.pack)}{where}" if s.pack else where.strip()
+    return [
+        f"vectorize{{{vec}{where}}}",
+        f"unroll-jam{{factors={ints(s.unroll)}{where}}}",
+        f"tile{{sizes={ints(s.tile)}{where}}}",
+        f"interchange{{order={ints(s.order)}{where}}}",
+        f"pack{{{pack}}}",
+    ]
+
+
 class SearchSpace:
     """Knobs and their candidates, built from the anchor's KernelInfo."""
 
@@ -377,28 +403,9 @@ class SearchSpace:
     def to_passes(self, config: Config, op_index: int, kernel: str = "") -> list[str]:
         """Pass specs that turn any schedule of the anchor into to_schedule(config)."""
         s = self.to_schedule(config)
-        where = f" op={op_index}" + (f' kernel="{kernel}"' if kernel else "")
-
-        def ints(xs: tuple[int, ...]) -> str:
-            return ",".join(str(x) for x in xs)
-
-        # vectorize first: it rounds the vector loop's register tile, which unroll-jam then sets
-        vec = (
-            f"vectorize{{dim={s.vector} width={s.width}{where}}}"
-            if s.vector >= 0
-            else f"vectorize{{dim=-1{where}}}"
-        )
-        passes = [
-            vec,
-            f"unroll-jam{{factors={ints(s.unroll)}{where}}}",
-            f"tile{{sizes={ints(s.tile)}{where}}}",
-            f"interchange{{order={ints(s.order)}{where}}}",
-        ]
-        passes.append(
-            f"pack{{operands={ints(s.pack)}{where}}}" if s.pack else f"pack{{{where.strip()}}}"
-        )
+        passes = schedule_passes(s, op_index, kernel)
         if self.threads > 1:
-            passes.append(f"parallelize{{loops={s.parallel}{where}}}")
+            passes.append(f"parallelize{{loops={s.parallel}{where_option(op_index, kernel)}}}")
         return passes
 
     def space_hash(self) -> str:
@@ -448,4 +455,4 @@ class SearchSpace:
         return cfg
 
 
-__all__ = ["SPACE_VERSION", "Config", "SearchSpace"]
+__all__ = ["SPACE_VERSION", "Config", "SearchSpace", "schedule_passes", "where_option"]

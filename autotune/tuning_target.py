@@ -16,14 +16,12 @@ from typing import Any
 
 import numpy as np
 
+from autotune.measure.gpu_measure import DEFAULT_PRESETS
 from dialects.sched import Schedule
 from passes.analysis.kernel_access import KernelInfo
 
 CPU = "cpu"
 GPU_APIS = ("opencl", "cuda")
-DEFAULT_PRESETS = {"opencl": "opencl-cpu", "cuda": "cuda"}
-"""The schedule preset a GPU api is tuned with unless another is named (PoCL on this host for
-OpenCL: `opencl-gpu` is the one for an OpenCL GPU)."""
 
 
 @dataclass(frozen=True)
@@ -42,8 +40,9 @@ class TuningTarget:
 
     @property
     def record_preset(self) -> str | None:
-        """The `preset` field of this target's records (None on the CPU): Database queries take
-        it so one database can hold CPU and GPU records side by side."""
+        """The GPU schedule preset (named, or the api's default; None on the CPU): what the
+        space, features and measurement are for, and the `preset` field of this target's
+        records, which Database queries take so one database holds CPU and GPU records."""
         return (self.preset or DEFAULT_PRESETS[self.api]) if self.is_gpu else None
 
     def space(self, info: KernelInfo) -> Any:
@@ -52,7 +51,7 @@ class TuningTarget:
             from autotune.gpu_space import GpuSearchSpace
             from passes.schedule.gpu_target import gpu_target
 
-            return GpuSearchSpace(info, gpu_target(self.preset or DEFAULT_PRESETS[self.api]))
+            return GpuSearchSpace(info, gpu_target(self.record_preset or ""))
         from autotune.space import SearchSpace
 
         return SearchSpace(info, threads=self.threads)
@@ -64,7 +63,7 @@ class TuningTarget:
             from passes.schedule.gpu_target import gpu_target
 
             return gpu_features(
-                info, schedules, gpu_target(self.preset or DEFAULT_PRESETS[self.api])
+                info, schedules, gpu_target(self.record_preset or "")
             )
         from autotune.features import features
 
@@ -79,7 +78,7 @@ class TuningTarget:
             return functools.partial(
                 autotune.measure.measure,
                 target=self.api,
-                preset=self.preset or DEFAULT_PRESETS[self.api],
+                preset=self.record_preset,
             )
         return functools.partial(autotune.measure.measure, threads=self.threads)
 
@@ -95,7 +94,7 @@ class TuningTarget:
             self._device.update(
                 {
                     "device": device_info(self.api),
-                    "preset": self.preset or DEFAULT_PRESETS[self.api],
+                    "preset": self.record_preset,
                     "l2_policy": L2_POLICY,
                 }
             )

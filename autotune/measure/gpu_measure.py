@@ -31,6 +31,9 @@ if TYPE_CHECKING:
     from autotune.task import Task
 
 CPU = "cpu"
+DEFAULT_PRESETS = {"opencl": "opencl-cpu", "cuda": "cuda"}
+"""The schedule preset a GPU api is measured and tuned with unless another is named (PoCL on this
+host for OpenCL: `opencl-gpu` is the one for an OpenCL GPU)."""
 
 
 class CpuReferenceChecker:

@@ -40,8 +40,8 @@ from autotune.measure.interfaces import (
     RunResult,
     RunSettings,
     Signature,
-    checked_result,
     random_inputs,
+    run_each,
 )
 
 APIS = ("opencl", "cuda")
@@ -255,29 +255,20 @@ class GpuRunner:
         check: Check | None = None,
     ) -> list[RunResult]:
         """See interfaces.Runner (`settings.threads` does not apply)."""
-        results = []
-        for b in builds:
-            if b.artifact is None:
-                raise ValueError(f"GpuRunner.run: a build without an artifact ({b.error})")
-            msg = (
+
+        def run_one(artifact: bytes) -> tuple[str, Any]:
+            question = (
                 "run",
                 inputs.key,
                 inputs.signature,
-                b.artifact,
+                artifact,
                 settings.repeat,
                 settings.number,
                 settings.timeout_s / 2,
             )
-            kind, payload = self._ask(msg, settings.timeout_s)
-            if kind != "ok":
-                results.append(RunResult(error_kind=kind, error=payload))
-                continue
-            costs, outputs, run_s = payload
-            result = checked_result(costs, outputs, run_s, check)
-            if result.error_kind == "wrong_result":
-                self.stop()  # it may have written where it should not
-            results.append(result)
-        return results
+            return self._ask(question, settings.timeout_s)
+
+        return run_each("GpuRunner", builds, run_one, check, self.stop)
 
     def _ask(self, msg: tuple[Any, ...], timeout_s: float) -> tuple[str, Any]:
         """("ok", the child's answer) or ("runtime_error" | "timeout", why); after anything

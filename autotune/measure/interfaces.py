@@ -35,7 +35,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -132,18 +132,41 @@ class RunResult:
         return self.error_kind is None
 
 
-def checked_result(
-    costs: list[float], outputs: list[np.ndarray], run_s: float, check: Check | None
-) -> RunResult:
-    """A run's result as every Runner reports it: with `check`, its outputs judged and dropped
-    (a rejection is a `wrong_result`: the runner then starts afresh); without, kept (a
-    reference run)."""
-    if check is None:
-        return RunResult(costs, outputs, None, "", run_s)
-    why = check(outputs)
-    if why:
-        return RunResult(costs, None, "wrong_result", why, run_s)
-    return RunResult(costs, None, None, "", run_s)
+RunOne = Callable[[bytes], tuple[str, Any]]
+"""A runner's way of running one artifact: ("ok", (costs, outputs, run_s)) or (an error kind,
+why)."""
+
+
+def run_each(
+    runner: str,
+    builds: Sequence[BuildResult],
+    run_one: RunOne,
+    check: Check | None,
+    restart: Callable[[], None],
+) -> list[RunResult]:
+    """Runner.run around a runner's `run_one`, as every runner reports: an error is a result;
+    with `check`, the outputs judged and dropped (a rejection is a `wrong_result`, after which
+    `restart`: the kernel may have written where it should not); without, kept (a reference
+    run)."""
+    results = []
+    for b in builds:
+        if b.artifact is None:
+            raise ValueError(f"{runner}.run: a build without an artifact ({b.error})")
+        kind, payload = run_one(b.artifact)
+        if kind != "ok":
+            results.append(RunResult(error_kind=kind, error=payload))
+            continue
+        costs, outputs, run_s = payload
+        if check is None:
+            results.append(RunResult(costs, outputs, None, "", run_s))
+            continue
+        why = check(outputs)
+        if why:
+            restart()
+            results.append(RunResult(costs, None, "wrong_result", why, run_s))
+        else:
+            results.append(RunResult(costs, None, None, "", run_s))
+    return results
 
 
 @dataclass(frozen=True)

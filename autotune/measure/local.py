@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from autotune.measure.builder import LocalBuilder
 from autotune.measure.checker import DEFAULT_CHECKER
 from autotune.measure.compose import measure_with
-from autotune.measure.gpu_measure import measure_gpu
+from autotune.measure.gpu_measure import DEFAULT_PRESETS, measure_gpu
 from autotune.measure.interfaces import MeasureResult, Runner, RunSettings
 from autotune.measure.runner import default_runner
 
@@ -44,7 +44,7 @@ def measure(
     (default: opencl-cpu, cuda), checked against the CPU's reference.
     """
     if target in ("opencl", "cuda"):
-        preset = preset or ("cuda" if target == "cuda" else "opencl-cpu")
+        preset = preset or DEFAULT_PRESETS[target]
         return measure_gpu(
             task,
             candidates,

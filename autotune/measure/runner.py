@@ -26,8 +26,8 @@ from autotune.measure.interfaces import (
     RunResult,
     RunSettings,
     Signature,
-    checked_result,
     random_inputs,
+    run_each,
 )
 from compiler.backends.llvm_cpu import jit
 from compiler.runtime import aligned_copy, time_calls
@@ -119,20 +119,11 @@ class LocalRunner:
     ) -> list[RunResult]:
         """See interfaces.Runner. Object code that calls the thread-pool runtime runs its parallel
         loops on `settings.threads` threads."""
-        results = []
-        for b in builds:
-            if b.artifact is None:
-                raise ValueError(f"LocalRunner.run: a build without an artifact ({b.error})")
-            kind, payload = self._run_one(inputs.key, inputs.signature, b.artifact, settings)
-            if kind != "ok":
-                results.append(RunResult(error_kind=kind, error=payload))
-                continue
-            costs, outputs, run_s = payload
-            result = checked_result(costs, outputs, run_s, check)
-            if result.error_kind == "wrong_result":
-                self.stop()  # it may have written where it should not
-            results.append(result)
-        return results
+
+        def run_one(obj: bytes) -> tuple[str, Any]:
+            return self._run_one(inputs.key, inputs.signature, obj, settings)
+
+        return run_each("LocalRunner", builds, run_one, check, self.stop)
 
     def _run_one(
         self, key: str, signature: Signature, obj: bytes, settings: RunSettings

@@ -13,7 +13,11 @@ from compiler.backends.gpu.cuda_check import check_cuda_source, nvcc_path
 from compiler.backends.gpu.cuda_runtime import CudaProgram, cuda_available
 from compiler.backends.gpu.host_plan import HostPlan, build_plan
 from compiler.errors import CompileError, InputError
-from tests.compiler.backends.gpu.test_host_plan import expected, parse
+from tests.compiler.backends.gpu.test_host_plan import (
+    assert_main_matches_numpy_twice,
+    assert_resident_launches,
+    parse,
+)
 
 SOURCE = """
 extern "C" __global__ void add_weight(float* arg0, float* arg1, float* arg2) {
@@ -64,22 +68,14 @@ def test_program_without_cuda_is_a_compile_error(plan: HostPlan):
 def test_runs_against_numpy_twice_on_the_same_buffers(plan: HostPlan):
     program = CudaProgram(plan, SOURCE)
     try:
+        assert_main_matches_numpy_twice(program)
         main = program.function("main")
-        rng = np.random.default_rng(0)
-        for _ in range(2):
-            x = rng.standard_normal(16).astype(np.float32)
-            out = np.full((2, 8), np.nan, np.float32)
-            main(x, out)
-            np.testing.assert_allclose(out, expected(x), rtol=1e-6)
         times = program.profile([np.ones(16, np.float32)])
         assert [name for name, _ in times] == ["add_weight", "scale"]
         assert all(s >= 0 for _, s in times)
         with pytest.raises(InputError, match="input 'arg0'"):
             main(np.zeros(8, np.float32), np.zeros((2, 8), np.float32))
-        x = np.arange(16, dtype=np.float32)  # resident: one copy, then launches only
-        program.copy_in([x])
-        assert program.launch_all(1) > 0 and program.launch_all(10) > 0
-        np.testing.assert_array_equal(program.read_inputs()[0], x)
+        assert_resident_launches(program)
     finally:
         program.close()
 

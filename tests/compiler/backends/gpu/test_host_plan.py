@@ -100,6 +100,26 @@ def expected(x: np.ndarray) -> np.ndarray:
     return (2 * (x + WEIGHT)).reshape(2, 8)
 
 
+def assert_main_matches_numpy_twice(program) -> None:
+    """A runtime's `function("main")` on MODULE's plan, twice on the same device buffers."""
+    main = program.function("main")
+    rng = np.random.default_rng(0)
+    for _ in range(2):
+        x = rng.standard_normal(16).astype(np.float32)
+        out = np.full((2, 8), np.nan, np.float32)
+        main(x, out)
+        np.testing.assert_allclose(out, expected(x), rtol=1e-6)
+
+
+def assert_resident_launches(program) -> None:
+    """copy_in once, then launch_all: the device time of back-to-back sequences; the inputs
+    read back as the device holds them."""
+    x = np.arange(16, dtype=np.float32)
+    program.copy_in([x])
+    assert program.launch_all(1) > 0 and program.launch_all(10) > 0
+    np.testing.assert_array_equal(program.read_inputs()[0], x)
+
+
 def test_plan_reads_buffers_weights_and_launches():
     plan = build_plan(parse(), 1)
     assert plan.inputs == (BufferSpec("arg0", (16,), np.dtype(np.float32)),)

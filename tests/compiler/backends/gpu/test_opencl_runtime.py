@@ -16,7 +16,12 @@ from compiler.backends.gpu.opencl_runtime import (
     select_device,
 )
 from compiler.errors import CompileError, InputError
-from tests.compiler.backends.gpu.test_host_plan import expected, parse
+from tests.compiler.backends.gpu.test_host_plan import (
+    assert_main_matches_numpy_twice,
+    assert_resident_launches,
+    expected,
+    parse,
+)
 
 REASON = opencl_available()
 pytestmark = pytest.mark.skipif(REASON is not None, reason=f"OpenCL: {REASON}")
@@ -53,13 +58,7 @@ def program(plan: HostPlan) -> OpenCLProgram:
 
 def test_runs_against_numpy_twice_on_the_same_buffers(program: OpenCLProgram):
     assert program.plan.launches[1].args[0].byte_offset == 128  # a shifted view is read
-    main = program.function("main")
-    rng = np.random.default_rng(0)
-    for _ in range(2):
-        x = rng.standard_normal(16).astype(np.float32)
-        out = np.full((2, 8), np.nan, np.float32)
-        main(x, out)
-        np.testing.assert_allclose(out, expected(x), rtol=1e-6)
+    assert_main_matches_numpy_twice(program)
     assert program.device_name and program.queue is not None
 
 
@@ -70,13 +69,7 @@ def test_profile_times_each_launch(program: OpenCLProgram):
 
 
 def test_resident_launches_time_without_copies(program: OpenCLProgram):
-    """copy_in once, then launch_all: the device time of back-to-back sequences; the inputs
-    read back as the device holds them."""
-    x = np.arange(16, dtype=np.float32)
-    program.copy_in([x])
-    one, ten = program.launch_all(1), program.launch_all(10)
-    assert 0 < one and 0 < ten
-    np.testing.assert_array_equal(program.read_inputs()[0], x)
+    assert_resident_launches(program)
 
 
 def test_wrong_arrays_are_input_errors(program: OpenCLProgram):
