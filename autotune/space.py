@@ -30,7 +30,7 @@ import random
 
 from dialects.sched import Schedule
 from passes.analysis.kernel_access import KernelInfo
-from passes.schedule.default import default_schedule, parallel_schedule, window_unrolls
+from passes.schedule.default import default_schedule, parallel_schedule
 from passes.schedule.rules import check_pack, leading_parallel_loops
 from passes.schedule.space import (
     order_space,
@@ -42,7 +42,7 @@ from passes.schedule.space import (
 )
 from passes.schedule.target import host_vector_width
 
-SPACE_VERSION = 3  # 2: the pack knob; 3: window loops unrolled with a whole window row
+SPACE_VERSION = 2  # 2: the pack knob
 MAX_ACCUMULATORS = 24
 
 Config = dict[str, list[int] | int]
@@ -393,7 +393,6 @@ class SearchSpace:
         u = list(reg)
         if self.reductions:
             u[self.reductions[-1]] = unroll
-        u = window_unrolls(self.info, u, list(tile), v)
         p, pack = config.get("parallel", 0), config.get("pack", [])
         assert isinstance(p, int) and isinstance(pack, list)
         return Schedule(

@@ -13,7 +13,7 @@
 // (default-schedule gives it the analytic one later).
 //
 // Inputs/autotune-db.jsonl is generated from this file by the real code:
-//     python lit_tests/autotune/Inputs/make-autotune-db.py
+//     python lit_tests/passes/transforms/Inputs/make-autotune-db.py
 // It computes @kernel_0's workload key with autotune.task.task_from_function, the space hashes with
 // autotune.space.SearchSpace (one record per host vector width, 16/8/4, so that exactly one applies
 // on any host), samples configs with SearchSpace.sample (scalar ones, vector = -1, so that the

@@ -129,33 +129,8 @@ def default_schedule(info: KernelInfo, width: int | None = None) -> Schedule:
         last = info.reduction_loops[-1]
         if extents[last] <= MAX_REDUCTION_UNROLL and v >= 0:
             unroll[last] = extents[last]
-            unroll = window_unrolls(info, unroll, tile, v)
     order = info.parallel_loops + info.reduction_loops
     return Schedule(tuple(tile), tuple(order), tuple(unroll), v, width if v >= 0 else 1)
-
-
-def window_unrolls(info: KernelInfo, unroll: list[int], tile: list[int], v: int) -> list[int]:
-    """`unroll` with the short window loops that slide along the register tile unrolled too
-    (in[y + ky] with y register-tiled: the tile's rows overlap, so with ky unrolled their loads
-    are shared, operand_io.py keying loads by address), when the innermost reduction loop is
-    unrolled whole (a conv window row). A rule of the other knobs, not a knob: the default
-    schedule and the tuner's space (autotune/space.py) both apply it."""
-    reductions = info.reduction_loops
-    last = reductions[-1] if reductions else -1
-    if v < 0 or last < 0 or unroll[last] != info.extents[last]:
-        return unroll
-    out = list(unroll)
-    tiled = [d for d in info.parallel_loops if d != v and unroll[d] > 1]
-    for r in reductions[:-1]:
-        slides = any(
-            row[r] and any(row[d] for d in tiled)
-            for a in info.accesses
-            if not a.is_output
-            for row in a.coefs
-        )
-        if slides and info.extents[r] <= MAX_REDUCTION_UNROLL and tile[r] == 0:
-            out[r] = info.extents[r]
-    return out
 
 
 def parallel_schedule(s: Schedule, info: KernelInfo, threads: int) -> Schedule:

@@ -16,7 +16,7 @@ from xdsl.dialects.builtin import DenseArrayBase, FloatAttr, MemRefType, VectorT
 from xdsl.ir import Attribute, SSAValue
 
 from passes.analysis.kernel_access import OperandAccess
-from passes.conversions.linalg_to_loops.emitter import Emitter, Pos
+from passes.conversions.linalg_to_loops.emitter import Emitter, Pos, pos_key
 
 
 class OperandIO:
@@ -59,24 +59,6 @@ class OperandIO:
         if found is not None:
             return found
         return self.emitter.remember(key, self.emitter.insert(arith.SubiOp(index, origin)).result)
-
-    @staticmethod
-    def _address_key(access: OperandAccess, pos: Sequence[Pos]) -> tuple[object, ...]:
-        """A hashable form of the operand's index expressions at pos (per dimension: the static
-        part and the coefficient of each SSA position), equal exactly when the addresses are."""
-        rows = []
-        for row, const in zip(access.coefs, access.consts):
-            total = const
-            terms: dict[int, int] = {}
-            for d, coef in enumerate(row):
-                if coef == 0:
-                    continue
-                ssa, offset = pos[d]
-                total += coef * offset
-                if ssa is not None:
-                    terms[id(ssa)] = terms.get(id(ssa), 0) + coef
-            rows.append((total, tuple(sorted((k, c) for k, c in terms.items() if c))))
-        return tuple(rows)
 
     def flat_view(self, operand: int) -> SSAValue:
         """A 1-D view of an operand's whole buffer (reinterpret_cast), for per-lane accesses:
@@ -146,9 +128,10 @@ class OperandIO:
         emit = self.emitter
         value = access.value
         elem = value.type.element_type  # type: ignore[attr-defined]
-        # loads are reused at the same address: a window's rows overlap (in[y + ky] at
-        # y = 1, ky = 0 is in[y + ky] at y = 0, ky = 1), so the key is the index expression
-        varying = self._address_key(access, pos)
+        # loads are reused at the same position of the loops the operand depends on
+        varying = tuple(
+            pos_key(pos, d) for d in range(self.num_loops) if any(row[d] for row in access.coefs)
+        )
         if width == 1 or access.invariant_to(self.vector_loop):
             key: tuple[object, ...] = ("load", operand, id(value), varying)
             found = emit.lookup(key)
