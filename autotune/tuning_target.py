@@ -62,9 +62,7 @@ class TuningTarget:
             from autotune.gpu_features import gpu_features
             from passes.schedule.gpu_target import gpu_target
 
-            return gpu_features(
-                info, schedules, gpu_target(self.record_preset or "")
-            )
+            return gpu_features(info, schedules, gpu_target(self.record_preset or ""))
         from autotune.features import features
 
         return features(info, schedules)
