@@ -18,6 +18,7 @@ from xdsl.utils.exceptions import DiagnosticException
 from dialects.sched import SCHEDULE_ATTR_NAME
 from passes.analysis.kernel_access import analyze_kernel
 from passes.schedule.attached import set_schedule
+from passes.schedule.cpu_target import cpu_target
 from passes.schedule.default import default_schedule, parallel_schedule
 from passes.schedule.gpu_default import gpu_default_schedule
 from passes.schedule.gpu_target import gpu_target
@@ -31,7 +32,11 @@ class DefaultSchedulePass(ModulePass):
     name = "default-schedule"
 
     width: int = 0
-    """Vector width in f32 lanes; 0 = the host CPU's."""
+    """Vector width in f32 lanes; 0 = the CPU's."""
+
+    cpu: str = ""
+    """The CPU the schedules are for (passes/schedule/cpu_target.py: znver4, znver5, x86-64-v3);
+    empty = this machine (its vector unit and caches)."""
 
     threads: int = 1
     """With more than one, the outer loops of large kernels run across threads (parallelize)."""
@@ -43,6 +48,10 @@ class DefaultSchedulePass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         check_width_option(self.name, self.width)
         check_threads_option(self.name, self.threads)
+        try:
+            cpu = cpu_target(self.cpu)
+        except ValueError as e:
+            raise DiagnosticException(f"{self.name}: option 'cpu': {e}") from e
         gpu = None
         if self.target:
             try:
@@ -55,5 +64,5 @@ class DefaultSchedulePass(ModulePass):
                 if gpu is not None:
                     set_schedule(g, gpu_default_schedule(info, gpu))
                     continue
-                s = default_schedule(info, self.width or None)
+                s = default_schedule(info, self.width or None, cpu)
                 set_schedule(g, parallel_schedule(s, info, self.threads))

@@ -1,17 +1,22 @@
-// RUN: ziggurat-opt %s -p 'default-schedule{width=16}' | filecheck %s
-// RUN: ziggurat-opt %s -p 'default-schedule{width=8}' | filecheck %s --check-prefix=AVX2
+// RUN: ziggurat-opt %s -p 'default-schedule{cpu=znver4}' | filecheck %s
+// RUN: ziggurat-opt %s -p 'default-schedule{cpu=znver5}' | filecheck %s --check-prefix=ZEN5
+// RUN: ziggurat-opt %s -p 'default-schedule{cpu=x86-64-v3}' | filecheck %s --check-prefix=AVX2
+// RUN: ziggurat-opt %s -p 'default-schedule{cpu=znver4 width=8}' | filecheck %s --check-prefix=AVX2
+// RUN: not ziggurat-opt %s -p 'default-schedule{cpu=zen9}' 2>&1 | filecheck %s --check-prefix=CPU
+// CPU: error: default-schedule: option 'cpu': unknown CPU 'zen9' (known: host, znver4, znver5, x86-64-v3)
 // RUN: not ziggurat-opt %s -p 'default-schedule{width=65}' 2>&1 | filecheck %s --check-prefix=WIDTH
 // RUN: not ziggurat-opt %s -p 'default-schedule{width=-1}' 2>&1 | filecheck %s --check-prefix=WIDTH
 // WIDTH: error: default-schedule: option 'width': {{65|-1}} is out of range; allowed: 0..64 (0: the host CPU's widest)
-// The analytic default schedule of each kernel kind; `width` pins the vector width so the
-// output does not depend on the host CPU.
+// The analytic default schedule of each kernel kind, derived from a CPU's description
+// (passes/schedule/cpu_target.py); `cpu` pins one so that the output does not depend on the host.
+// An AVX2 core has 16 vector registers: half of them (8) hold accumulators.
 
 // Matmul: vectorize j (B and C are contiguous along it, A is invariant), a register tile of
-// 8 rows x 2 vectors (16 accumulators), the reduction innermost.
+// 8 rows x 2 vectors (16 accumulators: half of AVX-512's 32 registers), the reduction innermost.
 // CHECK-LABEL: func.func @matmul
 // CHECK:       sched.schedule = #sched.schedule<tile = [0, 0, 0], order = [0, 1, 2], unroll = [8, 32, 1], vector = 1, width = 16>
 // AVX2-LABEL:  func.func @matmul
-// AVX2:        sched.schedule = #sched.schedule<tile = [0, 0, 0], order = [0, 1, 2], unroll = [8, 16, 1], vector = 1, width = 8>
+// AVX2:        sched.schedule = #sched.schedule<tile = [0, 0, 0], order = [0, 1, 2], unroll = [4, 16, 1], vector = 1, width = 8>
 func.func @matmul(%a: memref<64x128xf32>, %b: memref<128x64xf32>, %c: memref<64x64xf32>) {
   linalg.generic {indexing_maps = [affine_map<(i, j, k) -> (i, k)>, affine_map<(i, j, k) -> (k, j)>, affine_map<(i, j, k) -> (i, j)>], iterator_types = ["parallel", "parallel", "reduction"]}
       ins(%a, %b : memref<64x128xf32>, memref<128x64xf32>) outs(%c : memref<64x64xf32>) {
@@ -23,12 +28,22 @@ func.func @matmul(%a: memref<64x128xf32>, %b: memref<128x64xf32>, %c: memref<64x
   func.return
 }
 
-// A large matmul: the vector loop is tiled for the cache (256) and so is the long reduction (512).
+// A large matmul: the reduction is tiled so that A's 8-row strip stays in half the L1 (8 x 512
+// f32 = 16 KiB of Zen 4's 32). B's 512 x 256 tile would fit half the L2, but its rows are 4 KiB
+// apart and land in a quarter of the L2's sets, 16 lines in each where there are 8 ways: it
+// cannot stay. So B is packed into a contiguous panel, its vector-loop tile narrowed to 64 (two
+// register tiles) for the panel's 32K-element bound. Zen 5 (48 KiB L1, 16-way L2) comes to the
+// same. The AVX2 core (4 x 2 vectors) reuses a 4-row strip: all 1024 reduction steps fit half
+// its L1, and B's 1024 x 32 panel keeps two register tiles.
 // CHECK-LABEL: func.func @matmul_large
-// CHECK:       sched.schedule = #sched.schedule<tile = [0, 256, 512], order = [0, 1, 2], unroll = [8, 32, 1], vector = 1, width = 16>
-func.func @matmul_large(%a: memref<512x1024xf32>, %b: memref<1024x512xf32>, %c: memref<512x512xf32>) {
+// CHECK:       sched.schedule = #sched.schedule<tile = [0, 64, 512], order = [0, 1, 2], unroll = [8, 32, 1], vector = 1, width = 16, pack = [1]>
+// ZEN5-LABEL:  func.func @matmul_large
+// ZEN5:        sched.schedule = #sched.schedule<tile = [0, 64, 512], order = [0, 1, 2], unroll = [8, 32, 1], vector = 1, width = 16, pack = [1]>
+// AVX2-LABEL:  func.func @matmul_large
+// AVX2:        sched.schedule = #sched.schedule<tile = [0, 32, 0], order = [0, 1, 2], unroll = [4, 16, 1], vector = 1, width = 8, pack = [1]>
+func.func @matmul_large(%a: memref<512x1024xf32>, %b: memref<1024x1024xf32>, %c: memref<512x1024xf32>) {
   linalg.generic {indexing_maps = [affine_map<(i, j, k) -> (i, k)>, affine_map<(i, j, k) -> (k, j)>, affine_map<(i, j, k) -> (i, j)>], iterator_types = ["parallel", "parallel", "reduction"]}
-      ins(%a, %b : memref<512x1024xf32>, memref<1024x512xf32>) outs(%c : memref<512x512xf32>) {
+      ins(%a, %b : memref<512x1024xf32>, memref<1024x1024xf32>) outs(%c : memref<512x1024xf32>) {
   ^bb0(%x: f32, %y: f32, %acc: f32):
     %m = arith.mulf %x, %y : f32
     %s = arith.addf %acc, %m : f32
@@ -115,6 +130,23 @@ func.func @scheduled(%x: memref<4x100xf32>, %y: memref<4x100xf32>) {
       attrs = {sched.schedule = #sched.schedule<tile = [0, 0], order = [1, 0], unroll = [2, 1], vector = -1, width = 1>} {
   ^bb0(%in: f32, %out: f32):
     linalg.yield %in : f32
+  }
+  func.return
+}
+
+// A 768-long reduction: A's 8-row strip of it (24 KiB) is more than half of Zen 4's 32 KiB L1,
+// so the reduction is tiled (384 divides 768); Zen 5's 48 KiB L1 keeps it whole.
+// CHECK-LABEL: func.func @matmul_k768
+// CHECK:       sched.schedule = #sched.schedule<tile = [0, 0, 384], order = [0, 1, 2], unroll = [8, 32, 1], vector = 1, width = 16>
+// ZEN5-LABEL:  func.func @matmul_k768
+// ZEN5:        sched.schedule = #sched.schedule<tile = [0, 0, 0], order = [0, 1, 2], unroll = [8, 32, 1], vector = 1, width = 16>
+func.func @matmul_k768(%a: memref<64x768xf32>, %b: memref<768x64xf32>, %c: memref<64x64xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(i, j, k) -> (i, k)>, affine_map<(i, j, k) -> (k, j)>, affine_map<(i, j, k) -> (i, j)>], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %b : memref<64x768xf32>, memref<768x64xf32>) outs(%c : memref<64x64xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %m = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
   }
   func.return
 }

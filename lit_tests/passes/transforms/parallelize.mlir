@@ -1,6 +1,6 @@
 // RUN: ziggurat-opt %s -p 'parallelize{loops=2}' | filecheck %s
 // RUN: ziggurat-opt %s -p 'parallelize{loops=2},parallelize{loops=0}' | filecheck %s --check-prefix=OFF
-// RUN: ziggurat-opt %s -p 'default-schedule{threads=4 width=16}' | filecheck %s --check-prefix=DEFAULT
+// RUN: ziggurat-opt %s -p 'default-schedule{threads=4 cpu=znver4}' | filecheck %s --check-prefix=DEFAULT
 // RUN: ziggurat-opt %s -p 'parallelize{loops=2},convert-linalg-to-loops' | filecheck %s --check-prefix=LOOPS
 // RUN: not ziggurat-opt %s -p 'parallelize{loops=3}' 2>&1 | filecheck %s --check-prefix=RED
 // RUN: not ziggurat-opt %s -p 'parallelize{loops=4}' 2>&1 | filecheck %s --check-prefix=MANY

@@ -4,12 +4,24 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+from onnx import TensorProto, helper, numpy_helper
+
+from compiler.model import compile_model, import_model, lower
+from compiler.pass_runner import make_context, run_passes
+from passes.schedule.cpu_target import cpu_target
 from passes.schedule.default import (
     MIN_PARALLEL_ITERATIONS,
     default_schedule,
     parallel_schedule,
 )
-from passes.schedule.rules import check_parallel, legalize
+from passes.schedule.rules import (
+    MAX_PANEL_ELEMENTS,
+    check_pack,
+    check_parallel,
+    legalize,
+    panel_shape,
+)
 from passes.schedule.target import host_vector_width
 from tests.support.schedule_kernels import ADD, RELU, kernel, matmul
 
@@ -54,3 +66,48 @@ def test_large_kernels_spread_leading_parallel_tiles_over_threads() -> None:
     )
     assert chunks >= 4
     assert legalize(s, info) == s
+
+
+def test_the_schedule_follows_the_cpus_caches_and_registers() -> None:
+    zen4, zen5, avx2 = (cpu_target(n) for n in ("znver4", "znver5", "x86-64-v3"))
+    _, info = kernel(matmul(64, 768, 64))
+    # A's 8-row strip of the reduction: 24 KiB, over half of Zen 4's L1, under half of Zen 5's
+    assert default_schedule(info, cpu=zen4).tile == (0, 0, 384)
+    assert default_schedule(info, cpu=zen5).tile == (0, 0, 0)
+    # half the register file in accumulators: 16 on AVX-512, 8 on AVX2
+    s = default_schedule(info, cpu=avx2)
+    assert (s.width, s.unroll[0] * s.unroll[1] // s.width) == (8, 8)
+
+
+def test_a_tile_whose_rows_crowd_the_l2_is_packed_within_the_panel_bound() -> None:
+    zen4 = cpu_target("znver4")
+    _, big = kernel(matmul(512, 1024, 1024))
+    s = default_schedule(big, cpu=zen4)
+    assert s.pack == (1,)
+    assert math.prod(panel_shape(big, 1, s)) <= MAX_PANEL_ELEMENTS
+    assert s.tile[1] % s.unroll[1] == 0
+    check_pack(s, big)
+    assert legalize(s, big) == s
+    # a 256-wide B's tile spreads over the L2's sets: nothing to pack
+    _, small = kernel(matmul(256, 256, 256))
+    assert default_schedule(small, cpu=zen4).pack == ()
+
+
+def test_a_packed_default_matmul_computes_the_product() -> None:
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((64, 1024)).astype(np.float32)
+    b = rng.standard_normal((1024, 1024)).astype(np.float32)
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w"], ["y"])],
+        "mm",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(a.shape))],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(b, "w")],
+    )
+    mm = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    buffers = lower(import_model(mm), "buffers")
+    run_passes(make_context(), buffers, ["default-schedule{cpu=znver4}"])
+    assert "pack = [1]" in str(buffers)  # B's 4 KiB-strided rows crowd the L2: packed
+    model = compile_model(mm, schedules=["default-schedule{cpu=znver4}"])
+    (out,) = model.run({"x": a}).values()
+    np.testing.assert_allclose(out, a @ b, rtol=1e-4, atol=1e-3)
