@@ -154,3 +154,39 @@ def test_math_scalars_and_vectors_match_numpy() -> None:
         }
     for row, ref in expected.items():
         np.testing.assert_allclose(o[row], ref, rtol=1e-4, atol=1e-5, err_msg=f"row {row}")
+
+
+VECTOR_EXP = """
+func.func @vexp(%x: memref<256xf32>, %o: memref<256xf32>) {
+  %c0 = arith.constant 0 : index
+  %c16 = arith.constant 16 : index
+  %c256 = arith.constant 256 : index
+  scf.for %i = %c0 to %c256 step %c16 {
+    %v = vector.load %x[%i] : memref<256xf32>, vector<16xf32>
+    %e = math.exp %v : vector<16xf32>
+    vector.store %e, %o[%i] : memref<256xf32>, vector<16xf32>
+  }
+  func.return
+}
+"""
+
+
+def test_vector_exp_is_inline_and_matches_expf_over_the_whole_range() -> None:
+    ops = converted_ops(apply(ConvertMathToLLVMPass(), VECTOR_EXP))
+    assert "llvm.intr.exp" not in ops and "llvm.call" not in ops  # no 16 scalar expf calls
+    prog = compile_module(lower(VECTOR_EXP))
+    special = [0.0, -0.0, 1.0, -1.0, 88.0, 88.72, 88.8, 1e4, -87.0, -87.4, -100.0, -103.0, -104.5]
+    special += [-1e4, np.inf, -np.inf, np.nan, 1e-30]
+    x = np.concatenate([special, RNG.uniform(-110.0, 90.0, 256 - len(special))]).astype(np.float32)
+    o = aligned_empty((256,))
+    prog.function("vexp")(aligned_copy(x), o)
+    with np.errstate(over="ignore"):
+        ref = np.exp(x.astype(np.float64))
+        ref32 = ref.astype(np.float32)
+    assert np.isnan(o[np.isnan(x)]).all()
+    finite = np.isfinite(ref32) & (ref32 > np.finfo(np.float32).tiny)
+    rel = np.abs(o[finite] - ref[finite]) / ref[finite]
+    assert rel.max() < 3e-7, rel.max()  # about 2 ulp in the normal range
+    assert (o[np.isinf(ref32)] == np.inf).all()  # overflow is inf, as expf's
+    small = ~np.isnan(x) & (ref32 <= np.finfo(np.float32).tiny)  # denormals and zeros
+    np.testing.assert_allclose(o[small], ref[small], rtol=0, atol=2e-44)
