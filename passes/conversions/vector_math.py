@@ -1,4 +1,4 @@
-"""Inline vector expansions of exp, erf and tanh for the LLVM CPU back end.
+"""Inline expansions of exp (scalar and vector), erf and tanh (vector) for the LLVM CPU back end.
 
 LLVM has no vector math library here: a `<16 x float>` call of `llvm.exp` (or libm's erff,
 tanhf) becomes 16 scalar calls. These expansions stay in vector registers. exp is the Cephes
@@ -14,7 +14,7 @@ import math
 from collections.abc import Callable, Sequence
 
 from xdsl.dialects import llvm
-from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, IntegerType, VectorType
+from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, IntegerAttr, IntegerType, VectorType
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from passes.conversions.llvm_common import const_float
@@ -108,11 +108,13 @@ _MAGIC = 8388608.0 + 127.0
 """2^23 + the exponent bias: k + _MAGIC holds k + 127 in its low mantissa bits."""
 
 
-def vector_exp(x: SSAValue) -> tuple[list[Operation], SSAValue]:
-    """exp(x) for an f32 vector x, in vector registers."""
+def inline_exp(x: SSAValue) -> tuple[list[Operation], SSAValue]:
+    """exp(x) for an f32 scalar or vector x, without a call (so that LLVM's vectorizers can also
+    widen the scalar form: it would otherwise vectorize unrolled expf calls into a vector call
+    that codegen splits into scalar calls again)."""
     t: Attribute = x.type
-    assert isinstance(t, VectorType)
-    ints = VectorType(IntegerType(32), t.get_shape())
+    vector = isinstance(t, VectorType)
+    ints: Attribute = VectorType(IntegerType(32), t.get_shape()) if vector else IntegerType(32)
     ops: list[Operation] = []
 
     def emit(op: Operation) -> SSAValue:
@@ -126,8 +128,12 @@ def vector_exp(x: SSAValue) -> tuple[list[Operation], SSAValue]:
         """2^k for integral k in [-126, 127]: the f32 bits (k + 127) << 23 (the shift drops the
         magic number's own exponent bits)."""
         biased = emit(llvm.BitcastOp(emit(llvm.FAddOp(k, c(_MAGIC))), ints))
-        lanes = math.prod(t.get_shape())
-        shift = emit(llvm.ConstantOp(DenseIntOrFPElementsAttr.from_list(ints, [23] * lanes), ints))
+        if isinstance(t, VectorType):
+            lanes = math.prod(t.get_shape())
+            value: Attribute = DenseIntOrFPElementsAttr.from_list(ints, [23] * lanes)
+        else:
+            value = IntegerAttr(23, 32)
+        shift = emit(llvm.ConstantOp(value, ints))
         return emit(llvm.BitcastOp(emit(llvm.ShlOp(biased, shift)), t))
 
     # llvm.maximum/minimum propagate NaN (maxnum would turn it into the bound)

@@ -1,7 +1,7 @@
 """convert-math-to-llvm (passes/conversions/convert_math_to_llvm.py): math ops -> LLVM
 intrinsics, libm calls, or inline approximations.
 
-Alone, the pass converts the math ops only: exp / pow / sqrt become intrinsics, a scalar tanh a
+Alone, the pass converts the math ops only: log / pow / sqrt become intrinsics, exp inline code, a scalar tanh a
 call to libm's tanhf (declared once), a vector erf an inline rational approximation. Through the
 whole LLVM lowering every function of the math dialect we emit matches numpy, on scalars and on
 vectors.
@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 from xdsl.dialects import llvm
 
 from compiler.backends.llvm_cpu.compile import compile_module
@@ -24,7 +25,7 @@ RNG = np.random.default_rng(0)
 
 FUNCTIONS = """
 func.func @f(%x: f32, %v: vector<16xf32>) -> (f32, vector<16xf32>) {
-  %e = math.exp %x : f32
+  %e = math.log %x : f32
   %p = math.powf %e, %x : f32
   %t = math.tanh %p : f32
   %t2 = math.tanh %t : f32
@@ -43,7 +44,7 @@ def test_math_ops_become_intrinsics_libm_calls_and_approximations() -> None:
     module = apply(ConvertMathToLLVMPass(), FUNCTIONS)
     ops = converted_ops(module)
     assert ops[:5] == [
-        "llvm.intr.exp",
+        "llvm.intr.log",
         "llvm.intr.pow",
         "llvm.call",
         "llvm.call",
@@ -168,10 +169,22 @@ func.func @vexp(%x: memref<256xf32>, %o: memref<256xf32>) {
   }
   func.return
 }
+func.func @sexp(%x: memref<256xf32>, %o: memref<256xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c256 = arith.constant 256 : index
+  scf.for %i = %c0 to %c256 step %c1 {
+    %v = memref.load %x[%i] : memref<256xf32>
+    %e = math.exp %v : f32
+    memref.store %e, %o[%i] : memref<256xf32>
+  }
+  func.return
+}
 """
 
 
-def test_vector_exp_is_inline_and_matches_expf_over_the_whole_range() -> None:
+@pytest.mark.parametrize("function", ["vexp", "sexp"])
+def test_exp_is_inline_and_matches_expf_over_the_whole_range(function: str) -> None:
     ops = converted_ops(apply(ConvertMathToLLVMPass(), VECTOR_EXP))
     assert "llvm.intr.exp" not in ops and "llvm.call" not in ops  # no 16 scalar expf calls
     prog = compile_module(lower(VECTOR_EXP))
@@ -179,7 +192,7 @@ def test_vector_exp_is_inline_and_matches_expf_over_the_whole_range() -> None:
     special += [-1e4, np.inf, -np.inf, np.nan, 1e-30]
     x = np.concatenate([special, RNG.uniform(-110.0, 90.0, 256 - len(special))]).astype(np.float32)
     o = aligned_empty((256,))
-    prog.function("vexp")(aligned_copy(x), o)
+    prog.function(function)(aligned_copy(x), o)
     with np.errstate(over="ignore"):
         ref = np.exp(x.astype(np.float64))
         ref32 = ref.astype(np.float32)
