@@ -52,10 +52,9 @@ class CpuTarget:
         return self.registers // 2
 
     def with_width(self, width: int) -> CpuTarget:
-        """This CPU restricted (or, for a what-if, widened) to `width` lanes."""
-        if width == self.width:
-            return self
-        return replace(self, width=width, registers=32 if width >= 16 else 16)
+        """This CPU's code restricted (or, for a what-if, widened) to `width` lanes; the
+        register file stays (AVX-512 has 32 registers at 256 bits too)."""
+        return self if width == self.width else replace(self, width=width)
 
 
 PRESETS = {

@@ -22,6 +22,7 @@ from dataclasses import replace
 
 from dialects.sched import Schedule
 from passes.analysis.kernel_access import KernelInfo
+from passes.schedule.cpu_target import cpu_target
 from passes.schedule.default import default_schedule
 from passes.schedule.gpu_rules import check_gpu_schedule, gpu_mapping, staged_bytes
 from passes.schedule.gpu_target import GpuTarget
@@ -50,7 +51,11 @@ def _divisor_at_most(n: int, limit: int, multiple_of: int = 1) -> int:
 def _register_tile(info: KernelInfo, target: GpuTarget) -> tuple[list[int], int, int]:
     """(unroll per loop, vector loop, width), every parallel entry dividing its extent."""
     widest = max(target.vector_widths)
-    base = default_schedule(info, widest if target.cpu_like else 4)
+    width = widest if target.cpu_like else 4
+    # the CPU heuristic's register-tile shape, its budget (half the "register file") the GPU
+    # target's accumulator bound in vectors of that width
+    regs = 2 * max(1, target.max_accumulators // width)
+    base = default_schedule(info, cpu=replace(cpu_target(), width=width, registers=regs))
     v, width = base.vector, base.width
     if not target.cpu_like or v < 0:
         v, width = -1, 1

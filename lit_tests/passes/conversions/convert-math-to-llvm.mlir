@@ -10,7 +10,17 @@ func.func @f(%x: f32, %v: vector<16xf32>) -> (f32, vector<16xf32>) {
 }
 
 // CHECK-LABEL: func.func @f
-// CHECK: llvm.intr.exp(%x) : (f32) -> f32
+// exp is inline (passes/conversions/vector_math.py): clamp keeping NaN, n = roundeven(x log2 e),
+// r = x - n ln 2 in two FMAs, a polynomial in r by FMAs, then 2^n in two exponent-bit factors
+// CHECK: %[[LO:.*]] = llvm.call_intrinsic "llvm.maximum"(%x, %{{.*}}) : (f32, f32) -> f32
+// CHECK: %[[X:.*]] = llvm.call_intrinsic "llvm.minimum"(%[[LO]], %{{.*}}) : (f32, f32) -> f32
+// CHECK: %[[N:.*]] = llvm.call_intrinsic "llvm.roundeven"
+// CHECK: llvm.intr.fma(%[[N]], %{{.*}}, %[[X]])
+// CHECK: llvm.mlir.constant(0x4B00007F : f32) : f32
+// CHECK: llvm.bitcast %{{.*}} : f32 to i32
+// CHECK: llvm.shl
+// CHECK: llvm.bitcast %{{.*}} : i32 to f32
+// CHECK-NOT: llvm.intr.exp
 // CHECK: llvm.intr.pow
 // CHECK: llvm.call @tanhf(%{{.*}}) : (f32) -> f32
 // CHECK: llvm.intr.sqrt(%v) : (vector<16xf32>) -> vector<16xf32>

@@ -1,7 +1,7 @@
 // RUN: ziggurat-opt %s -p 'default-schedule{cpu=znver4}' | filecheck %s
 // RUN: ziggurat-opt %s -p 'default-schedule{cpu=znver5}' | filecheck %s --check-prefix=ZEN5
 // RUN: ziggurat-opt %s -p 'default-schedule{cpu=x86-64-v3}' | filecheck %s --check-prefix=AVX2
-// RUN: ziggurat-opt %s -p 'default-schedule{cpu=znver4 width=8}' | filecheck %s --check-prefix=AVX2
+// RUN: ziggurat-opt %s -p 'default-schedule{cpu=znver4 width=8}' | filecheck %s --check-prefix=W8
 // RUN: not ziggurat-opt %s -p 'default-schedule{cpu=zen9}' 2>&1 | filecheck %s --check-prefix=CPU
 // CPU: error: default-schedule: option 'cpu': unknown CPU 'zen9' (known: host, znver4, znver5, x86-64-v3)
 // RUN: not ziggurat-opt %s -p 'default-schedule{width=65}' 2>&1 | filecheck %s --check-prefix=WIDTH
@@ -17,6 +17,9 @@
 // CHECK:       sched.schedule = #sched.schedule<tile = [0, 0, 0], order = [0, 1, 2], unroll = [8, 32, 1], vector = 1, width = 16>
 // AVX2-LABEL:  func.func @matmul
 // AVX2:        sched.schedule = #sched.schedule<tile = [0, 0, 0], order = [0, 1, 2], unroll = [4, 16, 1], vector = 1, width = 8>
+// Zen 4 restricted to 8 lanes keeps its 32 registers (AVX-512VL): 16 accumulators.
+// W8-LABEL:    func.func @matmul
+// W8:          sched.schedule = #sched.schedule<tile = [0, 0, 0], order = [0, 1, 2], unroll = [8, 16, 1], vector = 1, width = 8>
 func.func @matmul(%a: memref<64x128xf32>, %b: memref<128x64xf32>, %c: memref<64x64xf32>) {
   linalg.generic {indexing_maps = [affine_map<(i, j, k) -> (i, k)>, affine_map<(i, j, k) -> (k, j)>, affine_map<(i, j, k) -> (i, j)>], iterator_types = ["parallel", "parallel", "reduction"]}
       ins(%a, %b : memref<64x128xf32>, memref<128x64xf32>) outs(%c : memref<64x64xf32>) {

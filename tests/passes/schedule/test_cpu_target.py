@@ -65,8 +65,8 @@ def test_presets_and_unknown_names() -> None:
         cpu_target("zen9")
 
 
-def test_a_narrower_width_has_the_smaller_register_file() -> None:
+def test_a_narrower_width_keeps_the_register_file() -> None:
     zen4 = PRESETS["znver4"]
-    avx2 = zen4.with_width(8)
-    assert (avx2.width, avx2.registers, avx2.l1) == (8, 16, zen4.l1)
+    narrow = zen4.with_width(8)
+    assert (narrow.width, narrow.registers, narrow.l1) == (8, 32, zen4.l1)
     assert zen4.with_width(16) is zen4
