@@ -113,8 +113,9 @@ def inline_exp(x: SSAValue) -> tuple[list[Operation], SSAValue]:
     widen the scalar form: it would otherwise vectorize unrolled expf calls into a vector call
     that codegen splits into scalar calls again)."""
     t: Attribute = x.type
-    vector = isinstance(t, VectorType)
-    ints: Attribute = VectorType(IntegerType(32), t.get_shape()) if vector else IntegerType(32)
+    i32 = IntegerType(32)
+    lanes = math.prod(t.get_shape()) if isinstance(t, VectorType) else 0
+    ints: Attribute = VectorType(i32, t.get_shape()) if isinstance(t, VectorType) else i32
     ops: list[Operation] = []
 
     def emit(op: Operation) -> SSAValue:
@@ -128,11 +129,9 @@ def inline_exp(x: SSAValue) -> tuple[list[Operation], SSAValue]:
         """2^k for integral k in [-126, 127]: the f32 bits (k + 127) << 23 (the shift drops the
         magic number's own exponent bits)."""
         biased = emit(llvm.BitcastOp(emit(llvm.FAddOp(k, c(_MAGIC))), ints))
-        if isinstance(t, VectorType):
-            lanes = math.prod(t.get_shape())
-            value: Attribute = DenseIntOrFPElementsAttr.from_list(ints, [23] * lanes)
-        else:
-            value = IntegerAttr(23, 32)
+        value: Attribute = IntegerAttr(23, 32)
+        if isinstance(ints, VectorType):
+            value = DenseIntOrFPElementsAttr.from_list(ints, [23] * lanes)
         shift = emit(llvm.ConstantOp(value, ints))
         return emit(llvm.BitcastOp(emit(llvm.ShlOp(biased, shift)), t))
 
