@@ -17,7 +17,7 @@ A config is a small JSON-serializable dict (keys in sorted order):
 Each knob's candidates come from passes/schedule/space.py, one function per knob (the knobs of
 the vectorize, unroll-jam, tile, interchange, pack and parallelize passes); this class combines
 them under the constraints between knobs. Every config is a valid schedule (Schedule.check) with at most
-MAX_ACCUMULATORS register-tile accumulators, and replays as those passes' specs.
+max_accumulators(cpu) register-tile accumulators, and replays as those passes' specs.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ import random
 
 from dialects.sched import Schedule
 from passes.analysis.kernel_access import KernelInfo
+from passes.schedule.cpu_target import CpuTarget, cpu_target
 from passes.schedule.default import default_schedule, parallel_schedule
 from passes.schedule.rules import check_pack, leading_parallel_loops
 from passes.schedule.space import (
@@ -43,7 +44,13 @@ from passes.schedule.space import (
 from passes.schedule.target import host_vector_width
 
 SPACE_VERSION = 2  # 2: the pack knob
-MAX_ACCUMULATORS = 24
+
+
+def max_accumulators(cpu: CpuTarget) -> int:
+    """The most register-tile accumulators a config may hold: three quarters of the register
+    file (24 of AVX-512's 32, 12 of AVX2's 16; the rest hold a step's operands)."""
+    return cpu.registers * 3 // 4
+
 
 Config = dict[str, list[int] | int]
 
@@ -77,19 +84,27 @@ def schedule_passes(s: Schedule, op_index: int, kernel: str = "") -> list[str]:
 class SearchSpace:
     """Knobs and their candidates, built from the anchor's KernelInfo."""
 
-    def __init__(self, info: KernelInfo, width: int | None = None, threads: int = 1):
+    def __init__(
+        self,
+        info: KernelInfo,
+        width: int | None = None,
+        threads: int = 1,
+        cpu: CpuTarget | None = None,
+    ):
         self.info = info
         self.width = width or host_vector_width()
+        self.cpu = (cpu or cpu_target()).with_width(self.width)
+        self.max_accumulators = max_accumulators(self.cpu)
         self.threads = max(1, threads)
         self.n = info.num_loops
         self.extents = list(info.extents)
         self.parallel = info.parallel_loops
         self.reductions = info.reduction_loops
-        self.default = default_schedule(info, self.width)
+        self.default = default_schedule(info, self.width, self.cpu)
         self.threaded_default = parallel_schedule(self.default, info, self.threads)
         # each knob's candidates, as passes/schedule/space.py enumerates them
         self.vectors = vector_space(info)
-        regs = register_tile_space(info, self.width, self.default, MAX_ACCUMULATORS)
+        regs = register_tile_space(info, self.width, self.default, self.max_accumulators)
         self.reg_scalar, self.reg_vector, self.unrolls = (
             regs.scalar,
             regs.vector,
@@ -131,7 +146,7 @@ class SearchSpace:
                 for acc, cnt in ways.items():
                     for r in self.reg_candidates(d, v):
                         a = acc * self.acc_factor(d, r, v)
-                        if a <= MAX_ACCUMULATORS:
+                        if a <= self.max_accumulators:
                             nxt[a] = nxt.get(a, 0) + cnt * len(self.tile_candidates(d, r))
                 ways = nxt
             total += sum(ways.values())
@@ -204,7 +219,7 @@ class SearchSpace:
             cands = [
                 r
                 for r in self.reg_candidates(d, v)
-                if acc * self.acc_factor(d, r, v) <= MAX_ACCUMULATORS
+                if acc * self.acc_factor(d, r, v) <= self.max_accumulators
             ]
             reg[d] = rng.choice(cands)
             acc *= self.acc_factor(d, reg[d], v)
@@ -226,7 +241,7 @@ class SearchSpace:
         cands = [
             r
             for r in self.reg_candidates(d, v)
-            if others * self.acc_factor(d, r, v) <= MAX_ACCUMULATORS
+            if others * self.acc_factor(d, r, v) <= self.max_accumulators
         ]
         if prefer is not None and prefer in cands:
             reg[d] = prefer
@@ -278,7 +293,7 @@ class SearchSpace:
                 cands = [
                     r
                     for r in self.reg_candidates(d, v)
-                    if r != reg[d] and others * self.acc_factor(d, r, v) <= MAX_ACCUMULATORS
+                    if r != reg[d] and others * self.acc_factor(d, r, v) <= self.max_accumulators
                 ]
                 if not cands:
                     continue
@@ -331,7 +346,7 @@ class SearchSpace:
                 reg, tile = [c[0] for c in choice], [c[1] for c in choice]
                 if (
                     math.prod(self.acc_factor(d, reg[d], v) for d in self.parallel)
-                    > MAX_ACCUMULATORS
+                    > self.max_accumulators
                 ):
                     continue
                 for unroll in self.unrolls:
@@ -379,7 +394,7 @@ class SearchSpace:
                 return False
             elif tile[d] not in self.tile_candidates(d, reg[d]):  # type: ignore[arg-type]
                 return False
-        return self.accumulators(config) <= MAX_ACCUMULATORS
+        return self.accumulators(config) <= self.max_accumulators
 
     def key(self, config: Config) -> str:
         return json.dumps(config, sort_keys=True, separators=(",", ":"))
@@ -411,7 +426,7 @@ class SearchSpace:
         definition = {
             "version": SPACE_VERSION,
             "width": self.width,
-            "max_accumulators": MAX_ACCUMULATORS,
+            "max_accumulators": self.max_accumulators,
             "extents": self.extents,
             "iterators": self.info.iterators,
             "vectors": self.vectors,
@@ -447,7 +462,7 @@ class SearchSpace:
             cands = [
                 r
                 for r in self.reg_candidates(d, v)
-                if others * self.acc_factor(d, r, v) <= MAX_ACCUMULATORS
+                if others * self.acc_factor(d, r, v) <= self.max_accumulators
             ]
             reg[d] = min(cands, key=lambda r: (abs(r - want), r))
             tile[d] = s.tile[d] if s.tile[d] in self.tile_candidates(d, reg[d]) else 0

@@ -8,13 +8,14 @@ import math
 import random
 import subprocess
 import sys
+from dataclasses import replace
 
 import numpy as np
 import pytest
 from xdsl.dialects import func
 from xdsl.dialects.linalg import ops as linalg
 
-from autotune.space import MAX_ACCUMULATORS, SearchSpace
+from autotune.space import SearchSpace, max_accumulators
 from autotune.task import Task, anchor_info, extract_tasks, kernel_module
 from compiler import zoo
 from compiler.backends.llvm_cpu.compile import compile_module
@@ -23,6 +24,7 @@ from compiler.pipelines import LEVELS
 from compiler.runtime import aligned_copy
 from dialects.attributes import PRIVATE_ARGS_ATTR
 from dialects.sched import SCHEDULE_ATTR_NAME
+from passes.schedule.cpu_target import cpu_target
 from passes.schedule.default import default_schedule
 from passes.schedule.rules import MAX_PANEL_ELEMENTS, panel_shape
 from passes.schedule.space import pack_space
@@ -69,7 +71,7 @@ def test_samples_are_valid_and_replay(kind: str) -> None:
         assert json.loads(json.dumps(cfg)) == cfg
         s = space.to_schedule(cfg)
         s.check(info.num_loops)
-        assert space.accumulators(cfg) <= MAX_ACCUMULATORS
+        assert space.accumulators(cfg) <= space.max_accumulators == max_accumulators(space.cpu)
         # replayed on a module that already holds another config's schedule
         run_passes(ctx, module, space.to_passes(cfg, t.anchor, "kernel"))
         assert anchor_schedule(module, t) == s
@@ -136,14 +138,9 @@ def test_space_hash_stable_and_sensitive() -> None:
     assert h == SearchSpace(anchor_info(task("conv")), WIDTH).space_hash()
     assert h != SearchSpace(conv, 8).space_hash()
     assert h != SearchSpace(mm, WIDTH).space_hash()
-    import autotune.space as sp
-
-    old = sp.MAX_ACCUMULATORS
-    try:
-        sp.MAX_ACCUMULATORS = 16
-        assert SearchSpace(conv, WIDTH).space_hash() != h
-    finally:
-        sp.MAX_ACCUMULATORS = old
+    # a CPU with a smaller register file allows smaller register tiles: another space
+    small = replace(cpu_target(), registers=16)
+    assert SearchSpace(conv, WIDTH, cpu=small).space_hash() != h
 
 
 def test_size_counts_configs_of_a_small_space() -> None:
