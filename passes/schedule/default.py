@@ -172,13 +172,17 @@ def _reduction_iterations(info: KernelInfo, tile: list[int]) -> int:
 def _tile_vector_loop(
     info: KernelInfo, cpu: CpuTarget, tile: list[int], unroll: list[int], v: int
 ) -> None:
-    """Tile a long vector loop (in register tiles) so that a cache tile of the operands streamed
-    along it (matmul's B: reduction iterations x vector-loop tile) fits 1/CACHE_SHARE of L2."""
-    step = unroll[v]
+    """Tile a long vector loop (in register tiles, dividing the loop where possible) so that a
+    cache tile of the operands streamed along it (matmul's B: reduction iterations x vector-loop
+    tile) fits 1/CACHE_SHARE of L2."""
+    step, extent = unroll[v], info.extents[v]
     limit = cpu.l2.size // (CACHE_SHARE * F32_BYTES * _reduction_iterations(info, tile))
     t = max(step, limit // step * step)
-    if info.extents[v] > t:
-        tile[v] = t
+    if extent > t:
+        # a divisor of the loop where there is one: a remainder tile would stop
+        # parallel_schedule from spreading this loop's tiles over threads
+        divisors = [k for k in range(step, t + 1, step) if extent % k == 0]
+        tile[v] = max(divisors) if divisors else t
 
 
 def _pack_crowded_panels(s: Schedule, info: KernelInfo, cpu: CpuTarget) -> Schedule:
