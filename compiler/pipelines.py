@@ -16,7 +16,14 @@ IMPORTED = "imported"
 
 LEVELS: dict[str, tuple[str, ...]] = {
     # graph-level optimization: folding first, then fusion
-    "graph": ("simplify", "fold-batchnorm", "fold-constants", "simplify", "fuse-ops"),
+    "graph": (
+        "simplify",
+        "fold-batchnorm",
+        "fold-constants",
+        "transpose-weights",
+        "simplify",
+        "fuse-ops",
+    ),
     "tensor": ("convert-graph-to-linalg",),
     # one planned arena; each fused group outlined as a kernel function (a tuning task)
     "buffers": ("bufferize", "outline-kernels"),

@@ -44,6 +44,7 @@ PASSES: dict[str, str] = {
     # graph-level optimizations
     "fold-constants": "passes.transforms.fold_constants:FoldConstantsPass",
     "fold-batchnorm": "passes.transforms.fold_batchnorm:FoldBatchnormPass",
+    "transpose-weights": "passes.transforms.transpose_weights:TransposeWeightsPass",
     "simplify": "passes.transforms.simplify:SimplifyPass",
     "fuse-ops": "passes.transforms.fuse_ops:FuseOpsPass",
     # same-level transforms
