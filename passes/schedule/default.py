@@ -93,7 +93,6 @@ def default_schedule(
     nvec = min(math.ceil(extents[v] / width), 2 if has_reduction else 4) if v >= 0 else 1
     if v >= 0:
         unroll[v] = nvec * width
-    u = -1
     if has_reduction:
         # second register-tile loop: the one that leaves the fewest loads per accumulator at
         # each reduction step (an input invariant to it is loaded once and reused from
