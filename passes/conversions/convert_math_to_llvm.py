@@ -70,6 +70,10 @@ _LIBM: dict[type[Operation], str] = {
 }
 
 
+_INLINE = {math.ErfOp: ERF, math.TanhOp: TANH, math.ExpOp: inline_exp}
+"""Ops expanded inline (vector_math.py): exp always, erf and tanh on vectors."""
+
+
 class MathToLLVM(RewritePattern):
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
         if op.dialect_name() != "math":
@@ -96,8 +100,7 @@ class MathToLLVM(RewritePattern):
         elif t in _INTRINSIC:
             new = [llvm.CallIntrinsicOp(_INTRINSIC[t], args, [res_type])]
         elif (is_vector and t in (math.ErfOp, math.TanhOp)) or t is math.ExpOp:
-            expand = {math.ErfOp: ERF, math.TanhOp: TANH, math.ExpOp: inline_exp}[t]
-            new, res = expand(args[0])
+            new, res = _INLINE[t](args[0])
             replace(rewriter, op, new, [res])
             return
         elif t in _LIBM and not is_vector:

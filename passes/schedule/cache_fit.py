@@ -35,12 +35,10 @@ def lines_per_set(
         starts = (starts[:, None] + np.arange(extent, dtype=np.int64) * stride).ravel()
     starts *= itemsize
     if strides[-1] == 1:  # a contiguous row: the lines between its first and last byte
-        span = inner * itemsize
         first = starts // cache.line
-        count = int(((starts + span - 1) // cache.line - first).max()) + 1
-        lines = (first[:, None] + np.arange(count)).ravel()
-        ends = ((starts + span - 1) // cache.line)[:, None] + np.zeros(count, dtype=np.int64)
-        lines = lines[lines <= ends.ravel()]
+        last = (starts + inner * itemsize - 1) // cache.line
+        candidates = first[:, None] + np.arange(int((last - first).max()) + 1)
+        lines = candidates[candidates <= last[:, None]]
     else:
         offsets = np.arange(inner, dtype=np.int64) * strides[-1] * itemsize
         lines = ((starts[:, None] + offsets) // cache.line).ravel()

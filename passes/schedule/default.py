@@ -34,9 +34,11 @@ CHUNKS_PER_THREAD = 4
 """Cache tiles per thread that parallel_schedule aims for (slack for uneven tiles)."""
 
 
-def _divisor_at_most(n: int, limit: int) -> int:
-    best = 1
-    for k in range(1, min(n, limit) + 1):
+def divisor_at_most(n: int, limit: int, multiple_of: int = 1) -> int:
+    """The largest divisor of n that is at most `limit` and a multiple of `multiple_of` (that
+    itself when none is)."""
+    best = multiple_of
+    for k in range(multiple_of, min(n, max(limit, 1)) + 1, multiple_of):
         if n % k == 0:
             best = k
     return best
@@ -104,7 +106,7 @@ def default_schedule(
             budget = max(1, cpu.default_accumulators // nvec)
 
             def loads_per_accumulator(d: int) -> float:
-                rows = _divisor_at_most(extents[d], budget)
+                rows = divisor_at_most(extents[d], budget)
                 loads = sum(
                     (1 if a.invariant_to(d) else rows) * (1 if v < 0 or a.invariant_to(v) else nvec)
                     for a in inputs
@@ -112,7 +114,7 @@ def default_schedule(
                 return loads / (rows * nvec)
 
             u = min(others, key=lambda d: (loads_per_accumulator(d), -d))
-            unroll[u] = _divisor_at_most(extents[u], budget)
+            unroll[u] = divisor_at_most(extents[u], budget)
             if unroll[u] < 3 and extents[u] > 3:  # awkward extent: accept a remainder tile
                 unroll[u] = min(extents[u], budget)
         _tile_reduction(info, cpu, tile, unroll, v)
@@ -156,7 +158,7 @@ def _tile_reduction(
             break
         inner = rest // info.extents[d]
         t = max(1, limit // max(inner, 1))
-        t = _divisor_at_most(info.extents[d], t) if info.extents[d] % t else t
+        t = divisor_at_most(info.extents[d], t) if info.extents[d] % t else t
         if t < info.extents[d]:
             tile[d] = t
             rest = inner * t
@@ -180,8 +182,8 @@ def _tile_vector_loop(
     if extent > t:
         # a divisor of the loop where there is one: a remainder tile would stop
         # parallel_schedule from spreading this loop's tiles over threads
-        divisors = [k for k in range(step, t + 1, step) if extent % k == 0]
-        tile[v] = max(divisors) if divisors else t
+        d = divisor_at_most(extent, t, step)
+        tile[v] = d if extent % d == 0 else t
 
 
 def _pack_crowded_panels(s: Schedule, info: KernelInfo, cpu: CpuTarget) -> Schedule:

@@ -23,7 +23,7 @@ from dataclasses import replace
 from dialects.sched import Schedule
 from passes.analysis.kernel_access import KernelInfo
 from passes.schedule.cpu_target import cpu_target
-from passes.schedule.default import default_schedule
+from passes.schedule.default import default_schedule, divisor_at_most
 from passes.schedule.gpu_rules import check_gpu_schedule, gpu_mapping, staged_bytes
 from passes.schedule.gpu_target import GpuTarget
 from passes.schedule.reduction_split import combiner
@@ -36,16 +36,6 @@ STAGE_DEPTH = 32
 MIN_LANE_ITERATIONS = 4
 """Reduction iterations each lane of a split reduction runs at least (fewer: the tree costs
 more than the loop it shortens)."""
-
-
-def _divisor_at_most(n: int, limit: int, multiple_of: int = 1) -> int:
-    """The largest divisor of n that is at most `limit` and a multiple of `multiple_of` (that
-    itself when none is)."""
-    best = multiple_of
-    for k in range(multiple_of, min(n, max(limit, 1)) + 1, multiple_of):
-        if n % k == 0:
-            best = k
-    return best
 
 
 def _register_tile(info: KernelInfo, target: GpuTarget) -> tuple[list[int], int, int]:
@@ -68,7 +58,7 @@ def _register_tile(info: KernelInfo, target: GpuTarget) -> tuple[list[int], int,
         limit = unroll[d] if target.cpu_like else min(unroll[d], SIMT_REGISTER_TILE)
         if not target.cpu_like and not info.reduction_loops:
             limit = 1  # elementwise: one element per thread, neighbours on neighbouring threads
-        unroll[d] = _divisor_at_most(info.extents[d], limit, width if d == v else 1)
+        unroll[d] = divisor_at_most(info.extents[d], limit, width if d == v else 1)
     return unroll, v, width
 
 
@@ -84,7 +74,7 @@ def _stage(s: Schedule, info: KernelInfo, target: GpuTarget) -> Schedule:
         elif depth * extent <= STAGE_DEPTH:
             depth *= extent
         else:
-            tile[d] = _divisor_at_most(extent, max(STAGE_DEPTH // depth, 1))
+            tile[d] = divisor_at_most(extent, max(STAGE_DEPTH // depth, 1))
             split = True
     staged = replace(s, tile=tuple(tile))
     m = gpu_mapping(staged, info)
@@ -123,7 +113,7 @@ def _split(info: KernelInfo, target: GpuTarget) -> int:
         return 1  # every input is shared by several outputs: blocking and staging reuse it
     d = info.reduction_loops[-1]  # the innermost of the default order
     limit = min(want, target.threads_per_block, reduction // MIN_LANE_ITERATIONS)
-    return _divisor_at_most(info.extents[d], limit)
+    return divisor_at_most(info.extents[d], limit)
 
 
 def gpu_default_schedule(info: KernelInfo, target: GpuTarget) -> Schedule:
@@ -137,7 +127,7 @@ def gpu_default_schedule(info: KernelInfo, target: GpuTarget) -> Schedule:
     tile = [0] * n
     budget = target.threads_per_block // split
     for d in reversed(info.parallel_loops):  # innermost loop first: neighbouring threads
-        threads = _divisor_at_most(info.extents[d] // unroll[d], budget)
+        threads = divisor_at_most(info.extents[d] // unroll[d], budget)
         budget //= threads
         block = threads * unroll[d]
         tile[d] = block if block < info.extents[d] else 0
