@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import ClassVar, TypeVar
+from typing import ClassVar, TypeVar, cast
 
 from xdsl.context import Context
 from xdsl.dialects import arith, func, memref, tensor
@@ -46,7 +46,7 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.ir.affine import AffineMap
 from xdsl.passes import ModulePass
 
-from dialects.attributes import MEMORY_PLAN_ATTR
+from dialects.attributes import GROUP_ATTR, MEMORY_PLAN_ATTR
 from passes.analysis.main_function import main_function
 from passes.transforms.bufferize_types import (
     collapse_type,
@@ -450,16 +450,46 @@ class _Bufferizer:
         return found
 
     def hoist(self, value: SSAValue, before: int) -> None:
-        """Move the view ops defining `value` so that `value` is defined before body[before]."""
+        """Move the ops defining `value` (views, index constants) so that `value` is defined
+        before body[before], each after what it uses."""
         owner = value.owner
         if not isinstance(owner, Operation) or owner not in self.body:
             return
-        at = self.body.index(owner)
-        if at < before:
+        if self.body.index(owner) < before:
             return
-        self.hoist(owner.operands[0], before)
+        anchor = self.body[before]
+        for operand in owner.operands:
+            self.hoist(operand, self.body.index(anchor))
         self.body.remove(owner)
-        self.body.insert(before, owner)
+        self.body.insert(self.body.index(anchor), owner)
+
+    def group_start(self, at: int) -> int:
+        """Where the fusion group of body[at] begins (`at` for an op of no group): what is moved
+        in front of it must not land inside the kernel it becomes."""
+        group = self.body[at].attributes.get(GROUP_ATTR)
+        if group is None:
+            return at
+        return min(k for k, o in enumerate(self.body) if o.attributes.get(GROUP_ATTR) == group)
+
+    def hoist_fills(self, fills: list[FillOp], before: int) -> None:
+        """Move `fills` (in order, with what defines their operands) in front of body[before],
+        into the fusion group that starts there (one kernel then writes a padded buffer's
+        interior and its border), or a group of their own."""
+        anchor = next(o for o in self.body[before:] if o not in fills)
+        group = anchor.attributes.get(GROUP_ATTR)
+        if group is None:
+            groups = [
+                g.value.data
+                for o in self.body
+                if isinstance(g := o.attributes.get(GROUP_ATTR), IntegerAttr)
+            ]
+            group = IntegerAttr(max(groups, default=-1) + 1, 64)
+        for f in fills:
+            self.body.remove(f)
+            for operand in f.operands:
+                self.hoist(operand, self.body.index(anchor))
+            self.body.insert(self.body.index(anchor), f)
+            f.attributes[GROUP_ATTR] = group
 
     def elide_copies(self) -> None:
         """Make the producer of a copied intermediate write into the copy's target instead."""
@@ -480,7 +510,16 @@ class _Bufferizer:
             first = min(src_users)
             dst_users = self.users_of_root(self.base[dst], pos)
             if any(first <= p < at for p in dst_users):
-                continue
+                # A pad's border fills between the producer and the copy: moved in front of the
+                # producer's kernel, they still run before the copy's region is written (now by
+                # the producer itself), so the result is the same.
+                first = self.group_start(first)
+                between = sorted({p for p in dst_users if first <= p < at})
+                if not all(isinstance(self.body[p], FillOp) for p in between):
+                    continue
+                producer = self.body[first]
+                self.hoist_fills([cast(FillOp, self.body[p]) for p in between], first)
+                first = self.body.index(producer) if producer in self.body else first
             self.hoist(dst, first)
             src.replace_all_uses_with(dst)
             for value, b in list(self.base.items()):

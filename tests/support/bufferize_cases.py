@@ -144,6 +144,29 @@ def pad_ref(x: np.ndarray) -> list[np.ndarray]:
     return [np.pad(x, 1)]
 
 
+def _grouped(generic: str, group: int) -> str:
+    """A generic's text with a fusion group attribute (as fuse-ops + lowering leave them)."""
+    head, body = generic.split(") {\n", 1)
+    return f"{head}) attrs = {{ziggurat.group = {group} : i64}} {{\n{body}"
+
+
+PAD_OF_PRODUCED = f"""
+{HDR} -> (tensor<4x5xf32> {{ziggurat.name = "y"}}) {{
+  %zero = arith.constant 0.0 : f32
+  %e0 = tensor.empty() : {T23}{_grouped(unary("%a", "%x", "%e0", T23, "math.exp %in : f32"), 0)}
+  %e = tensor.empty() : tensor<4x5xf32>
+  %f = linalg.fill {{ziggurat.group = 1 : i64}} ins(%zero : f32) outs(%e : tensor<4x5xf32>) -> tensor<4x5xf32>
+  %p = tensor.insert_slice %a into %f[1, 1] [2, 3] [1, 1] {{ziggurat.group = 1 : i64}} : {T23} into tensor<4x5xf32>
+  %e2 = tensor.empty() : tensor<4x5xf32>{_grouped(unary("%y", "%p", "%e2", "tensor<4x5xf32>", "arith.negf %in : f32"), 1)}
+  return %y : tensor<4x5xf32>
+}}"""
+"""A pad of an intermediate (the border fill between its producer and the copy into it)."""
+
+
+def pad_of_produced_ref(x: np.ndarray) -> list[np.ndarray]:
+    return [-np.pad(np.exp(x), 1)]
+
+
 RESHAPE = f"""
 {HDR} -> (tensor<3x2xf32> {{ziggurat.name = "y"}}, tensor<6xf32> {{ziggurat.name = "flat"}}) {{
   %c = tensor.collapse_shape %x [[0, 1]] : {T23} into tensor<6xf32>
@@ -226,6 +249,7 @@ CASES = {
     "two_consumers": (TWO_CONSUMERS, [X23], two_consumers_ref),
     "concat": (CONCAT, [X23], concat_ref),
     "pad": (PAD, [X23], pad_ref),
+    "pad_of_produced": (PAD_OF_PRODUCED, [X23], pad_of_produced_ref),
     "reshape": (RESHAPE, [X23], reshape_ref),
     "slices": (SLICES, [X46], slices_ref),
     "returns": (RETURNS, [X23], returns_ref),

@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 from xdsl.dialects import func, memref
 from xdsl.dialects.builtin import IntegerAttr, MemRefType, ModuleOp, TensorType
-from xdsl.dialects.linalg.ops import GenericOp
+from xdsl.dialects.linalg.ops import FillOp, GenericOp
 from xdsl.ir import Operation, SSAValue
 
-from dialects.attributes import MEMORY_PLAN_ATTR
+from dialects.attributes import GROUP_ATTR, MEMORY_PLAN_ATTR
 from passes.transforms.bufferize import BufferizePass, is_copy
 from passes.transforms.memory_plan import (
     BufferRequest,
@@ -139,6 +139,20 @@ def test_concat_and_pad_are_copy_free() -> None:
         copies = [op for op in fn.walk() if is_copy(op)]
         assert len(copies) == n_copies, name
         assert not any(isinstance(op, memref.AllocOp) for op in fn.walk())
+
+
+def test_pad_of_an_intermediate_is_written_by_its_producer() -> None:
+    # The border fill sat between the producer (exp) and the copy into the padded buffer; it
+    # moves in front of the producer, into its fusion group, and exp writes the interior.
+    fn = main_of(bufferize(CASES["pad_of_produced"][0]))
+    assert not [op for op in fn.walk() if is_copy(op)]
+    ops = [op for op in fn.body.block.ops if isinstance(op, GenericOp | FillOp)]
+    fill, exp, neg = ops
+    assert isinstance(fill, FillOp) and "math.exp" in str(exp) and "arith.negf" in str(neg)
+    assert fill.attributes[GROUP_ATTR] == exp.attributes[GROUP_ATTR] != neg.attributes[GROUP_ATTR]
+    interior = exp.outputs[0].owner
+    assert isinstance(interior, memref.SubviewOp)
+    assert interior.source is fill.outputs[0]
 
 
 def test_two_consumers_copies_init() -> None:
