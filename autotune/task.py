@@ -9,7 +9,6 @@ workload key, so identical kernels of a model, or of two models, are one task.
 from __future__ import annotations
 
 import hashlib
-import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,6 +23,8 @@ from compiler.model import import_model, lower
 from compiler.pass_runner import make_context
 from dialects.sched import SCHEDULE_ATTR_NAME
 from passes.analysis.kernel_access import KernelInfo, analyze_kernel
+from passes.analysis.kernel_summary import anchor_index, describe_kernel, kernel_flops
+from passes.analysis.kernel_summary import kernel_generics as generics_of
 
 
 @dataclass(frozen=True)
@@ -41,20 +42,6 @@ class Task:
 KERNEL_SYMBOL = "kernel"
 
 
-def generics_of(fn: func.FuncOp) -> list[linalg.GenericOp]:
-    """The kernel's linalg.generic ops in order: what `op=N` of the schedule passes counts."""
-    return [op for op in fn.walk() if isinstance(op, linalg.GenericOp)]
-
-
-def anchor_index(generics: list[linalg.GenericOp]) -> int:
-    """The first generic with a reduction iterator, else the one with the most iterations."""
-    infos = [analyze_kernel(g) for g in generics]
-    for i, info in enumerate(infos):
-        if info.reduction_loops:
-            return i
-    return max(range(len(infos)), key=lambda i: (math.prod(infos[i].extents), -i))
-
-
 def canonical_kernel(fn: func.FuncOp) -> func.FuncOp:
     """A copy of `fn` named @kernel, without schedule attributes and SSA name hints."""
     clone = fn.clone(clone_name_hints=False)
@@ -70,30 +57,6 @@ def canonical_kernel(fn: func.FuncOp) -> func.FuncOp:
     return clone
 
 
-def _describe(info: KernelInfo) -> str:
-    body = [op.name for op in info.op.body.block.ops]
-    out_shape = "x".join(str(s) for s in info.output.shape) or "scalar"
-    reds = info.reduction_loops
-    if not reds:
-        return f"elementwise {out_shape}"
-    if len(reds) >= 2 and ("arith.maximumf" in body or "arith.minimumf" in body):
-        window = "x".join(str(info.extents[d]) for d in reds)
-        return f"pool {out_shape} k{window}"
-    if "arith.mulf" in body and info.accesses[1:2] and not info.accesses[1].is_output:
-        if len(reds) == 1:
-            k = info.extents[reds[0]]
-            return f"matmul {out_shape} k{k}"
-        window = "x".join(str(info.extents[d]) for d in reds[-2:])
-        kind = "conv" if len(reds) >= 3 else "dwconv"
-        return f"{kind} {out_shape} k{window}"
-    return f"reduce {out_shape} r" + "x".join(str(info.extents[d]) for d in reds)
-
-
-def flops_of(info: KernelInfo) -> float:
-    iterations = float(math.prod(info.extents))
-    return 2.0 * iterations if info.reduction_loops else iterations
-
-
 def _workload_key(kernel_ir: str) -> str:
     return hashlib.sha256(f"{kernel_ir}\nspace-version {SPACE_VERSION}".encode()).hexdigest()
 
@@ -106,8 +69,8 @@ def task_from_function(fn: func.FuncOp, weight: int = 1) -> Task:
         raise ValueError(f"kernel @{fn.sym_name.data} holds no linalg.generic")
     anchor = anchor_index(generics)
     info = analyze_kernel(generics[anchor])
-    name = f"{_describe(info)} ({fn.sym_name.data})"
-    return Task(_workload_key(text), text, weight, flops_of(info), name, anchor)
+    name = f"{describe_kernel(info)} ({fn.sym_name.data})"
+    return Task(_workload_key(text), text, weight, kernel_flops(info), name, anchor)
 
 
 def _buffer_module(model: Any) -> ModuleOp:

@@ -50,6 +50,7 @@ PASSES: dict[str, str] = {
     # same-level transforms
     "bufferize": "passes.transforms.bufferize:BufferizePass",
     "outline-kernels": "passes.transforms.outline_kernels:OutlineKernelsPass",
+    "profile-kernels": "passes.transforms.profile_kernels:ProfileKernelsPass",
     "default-schedule": "passes.transforms.default_schedule:DefaultSchedulePass",
     "tile": "passes.transforms.tile:TilePass",
     "interchange": "passes.transforms.interchange:InterchangePass",

@@ -262,7 +262,13 @@ def _bench_directory(args: argparse.Namespace) -> int:
 
 def cmd_bench(args: argparse.Namespace) -> int:
     _check_threads(args.threads)
+    if args.profile is not None and args.target != "cpu":
+        raise UsageError("--profile times kernels on the CPU target only")
+    if args.profile is not None and args.profile < 0:
+        raise UsageError(f"--profile N must be at least 0 (got {args.profile})")
     if Path(args.model).is_dir():
+        if args.profile is not None:
+            raise UsageError("--profile applies to one model, not a directory")
         return _bench_directory(args)
     from compiler.benchmark import bench_model
 
@@ -277,6 +283,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
     )
     if args.db:
         _report_db_use(notes)
+    if args.profile is not None:
+        result["profile"] = _profile(args)
     if args.json:
         _stdout(json.dumps(result) + "\n")
     else:
@@ -289,7 +297,31 @@ def cmd_bench(args: argparse.Namespace) -> int:
             f"onnxruntime      {result['onnxruntime_ms']:.3f} ms   (threads={args.threads})\n"
             f"ratio            {result['ratio']:.2f}x onnxruntime latency   max |err| {result['max_abs_err']:.2e}\n"
         )
+        if args.profile is not None:
+            _stdout(result["profile"]["table"] + "\n")
     return 0
+
+
+def _profile(args: argparse.Namespace) -> dict[str, Any]:
+    """`bench --profile`: the model compiled again with its kernel calls timed, run for
+    --seconds; rows in call order (the JSON) and a table of the slowest."""
+    from compiler.profile import profile_model
+
+    profile = profile_model(
+        _model_arg(args.model),
+        threads=args.threads,
+        seconds=args.seconds,
+        schedules=_schedules(args.db, args.threads, args.target),
+    )
+    return {
+        "total_ms": round(profile.total_s * 1e3, 4),
+        "runs": profile.runs,
+        "kernels": [
+            {"kernel": r.kernel, "what": r.what, "ms": round(r.seconds * 1e3, 4), "flops": r.flops}
+            for r in profile.rows
+        ],
+        "table": profile.table(args.profile or None),
+    }
 
 
 def _model_arg(name: str) -> Any:
@@ -537,6 +569,15 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--target", default="cpu", choices=TARGETS, help="where ziggurat runs the model")
     b.add_argument(
         "--db", help="apply the best schedules recorded by `ziggurat tune` in this database"
+    )
+    b.add_argument(
+        "--profile",
+        type=int,
+        nargs="?",
+        const=20,
+        metavar="N",
+        help="also time every kernel call in the running model (cycle counter, CPU target) "
+        "and print the N slowest (default 20; 0: all) and the time per kind of kernel",
     )
     b.set_defaults(fn=cmd_bench)
 

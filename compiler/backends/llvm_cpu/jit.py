@@ -174,6 +174,18 @@ class LLVMCPUProgram:
         call._keepalive = (self, cfn)  # type: ignore[attr-defined]
         return call
 
+    def global_view(self, name: str, dtype: Any, count: int) -> np.ndarray:
+        """A writable numpy view of the loaded global `name` (`count` elements of `dtype`), shared
+        with the code: what it writes there shows, what is written here it reads."""
+        for symbol, array in self.bound_constants.items():  # large ones: bound numpy buffers
+            if symbol.endswith("_" + name) and array.size * array.itemsize >= count:
+                return array.view(dtype)[:count]
+        addr = self.engine.get_global_value_address(name)
+        if not addr:
+            raise LookupError(f"the loaded code defines no global `{name}`")
+        nbytes = np.dtype(dtype).itemsize * count
+        return np.frombuffer((ctypes.c_char * nbytes).from_address(addr), dtype=dtype)
+
     @property
     def asm(self) -> str:
         if self._asm is None:

@@ -42,11 +42,12 @@ from dialects.llvm_extras import TRANSLATIONS
 
 INLINE_CONSTANT_LIMIT = 4096  # bytes; larger constant globals are bound, not emitted
 _TYPE_SUFFIX = re.compile(r"^(v[0-9]+)?[if][0-9]+$")
+_NOT_OVERLOADED = frozenset({"llvm.readcyclecounter"})
 
 
 def _mangled(name: str, ret: ir.Type, args: list[ir.Value]) -> str:
     """Append LLVM's overload suffix (`.f32`, `.v16f32`) when the name has none."""
-    if _TYPE_SUFFIX.match(name.rsplit(".", 1)[-1]):
+    if name in _NOT_OVERLOADED or _TYPE_SUFFIX.match(name.rsplit(".", 1)[-1]):
         return name
     key = args[-1].type if name.startswith("llvm.vector.reduce.") else ret
     if isinstance(key, ir.VectorType):
@@ -155,6 +156,7 @@ def _convert_global(
             gvar.global_constant = op.constant is not None
             gvar.align = 64
             bound[symbol] = aligned_copy(data, align=64)
+            gvar.type = ir.PointerType()  # opaque, as for allocas (see _convert_op)
             return gvar
     gvar = ir.GlobalVariable(module, gtype, name=name)
     gvar.linkage = op.linkage.linkage.data
@@ -171,6 +173,11 @@ def _convert_global(
         gvar.initializer = create_constant(op.global_type, value)
     elif op.linkage.linkage.data != "external":
         gvar.initializer = ir.Constant(gtype, None)
+    if gvar.linkage == "external" and gvar.initializer is not None:
+        gvar.linkage = ""  # a definition: LLVM's text spells external linkage by omitting it
+    # !llvm.ptr is opaque: typed `[N x T]*`, a load or store of T at offset 0 (no GEP) would be
+    # rejected by llvmlite's builder, as for allocas (see _convert_op)
+    gvar.type = ir.PointerType()
     return gvar
 
 

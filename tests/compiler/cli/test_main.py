@@ -783,3 +783,34 @@ def test_bad_thread_count_is_a_clear_error(command: str, tmp_path: Path) -> None
     }
     r = run_cli(command, model, "--threads", "0", *extra.get(command, []))
     assert r.returncode == 1 and "--threads must be at least 1 (got 0)" in r.stderr
+
+
+def test_bench_profile(capsys: pytest.CaptureFixture[str], cnn: Path) -> None:
+    """`bench --profile N`: the N slowest kernel calls after the comparison; in the JSON, every
+    call in call order."""
+    import json
+
+    rc, out, err = call(capsys, "bench", str(cnn), "--seconds", "0.05", "--profile", "2")
+    assert rc == 0, err
+    assert "ratio" in out and "kernel calls" in out and "by kind:" in out
+    assert "more)" in out  # only the two slowest are listed
+    rc, out, err = call(capsys, "bench", str(cnn), "--seconds", "0.05", "--profile", "--json")
+    assert rc == 0, err
+    kernels = json.loads(out)["profile"]["kernels"]
+    assert [k["what"].split()[0] for k in kernels] == [
+        "conv", "conv", "conv", "pool", "reduce", "matmul"
+    ]  # fmt: skip
+
+
+def test_bench_profile_usage_errors(capsys: pytest.CaptureFixture[str], cnn: Path) -> None:
+    assert_user_error(
+        call(capsys, "bench", str(cnn), "--profile", "--target", "opencl"),
+        "--profile times kernels on the CPU target only",
+    )
+    assert_user_error(
+        call(capsys, "bench", str(cnn.parent), "--profile"),
+        "--profile applies to one model, not a directory",
+    )
+    assert_user_error(
+        call(capsys, "bench", str(cnn), "--profile", "-1"), "--profile N must be at least 0"
+    )

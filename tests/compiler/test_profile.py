@@ -1,0 +1,82 @@
+"""The kernel profiler: cycle counts per kernel call of a running model, turned into seconds."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from xdsl.dialects import func
+
+from compiler import zoo
+from compiler.backends.llvm_cpu.cycle_counter import cycles_per_second, read_cycles
+from compiler.errors import CompileError
+from compiler.model import compile_model, import_model, lower
+from compiler.pass_runner import make_context
+from compiler.profile import profile_compiled, profile_model
+from passes.analysis.main_function import main_function
+
+
+@pytest.fixture(scope="module")
+def cnn():
+    return zoo.small_cnn()
+
+
+def kernel_calls(model) -> list[str]:
+    module = import_model(model)
+    lower(module, "buffers", make_context())
+    main = main_function(module)
+    assert main is not None
+    return [c.callee.root_reference.data for c in main.walk() if isinstance(c, func.CallOp)]
+
+
+def test_cycle_counter_runs_and_has_a_rate() -> None:
+    a = read_cycles()
+    time.sleep(0.01)
+    assert read_cycles() > a
+    assert 1e8 < cycles_per_second() < 1e11
+
+
+def test_one_row_per_kernel_call_in_call_order(cnn) -> None:
+    profile = profile_model(cnn, seconds=0.2)
+    calls = kernel_calls(cnn)
+    assert [r.kernel for r in profile.rows] == calls
+    assert profile.runs >= 3
+    assert all(r.seconds > 0 for r in profile.rows)
+    # the kernels run inside @main, which counts them and the (few) ops between them
+    assert profile.kernels_s <= profile.total_s
+    assert profile.total_s - profile.kernels_s < 0.2 * profile.total_s
+    convs = [r for r in profile.rows if r.kind == "conv"]
+    assert len(convs) == 3 and all(r.flops > 0 and r.gflops > 0.1 for r in convs)
+    assert profile.by_kind()["conv"][0] == 3
+
+
+def test_seconds_agree_with_the_wall_clock(cnn) -> None:
+    """The counter's rate turns cycles into seconds: @main's time per run is what the host's
+    clock says one run takes (calling it from Python adds a few microseconds)."""
+    compiled = compile_model(cnn, schedules=["profile-kernels"])
+    feeds = zoo.random_inputs(cnn)
+    profile = profile_compiled(compiled, feeds, seconds=0.3)
+    run = compiled.runner(feeds)
+    best = float("inf")
+    for _ in range(200):
+        t = time.perf_counter()
+        run()
+        best = min(best, time.perf_counter() - t)
+    assert 0.5 * best < profile.total_s < 1.5 * best + 20e-6
+
+
+def test_table_names_the_slowest_and_each_kind(cnn) -> None:
+    profile = profile_model(cnn, seconds=0.1)
+    text = profile.table(top=2)
+    lines = text.splitlines()
+    assert lines[0].startswith(f"profile: {len(profile.rows)} kernel calls")
+    slowest = max(profile.rows, key=lambda r: r.seconds)
+    assert slowest.what in lines[2]
+    assert f"({len(profile.rows) - 2} more)" in text
+    assert "by kind:" in text and "  conv " in text and "(between)" in text
+
+
+def test_a_model_compiled_without_the_pass_is_refused(cnn) -> None:
+    compiled = compile_model(cnn)
+    with pytest.raises(CompileError, match="not compiled with profile-kernels"):
+        profile_compiled(compiled, zoo.random_inputs(cnn))
