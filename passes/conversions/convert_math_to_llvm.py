@@ -23,6 +23,7 @@ from xdsl.pattern_rewriter import (
     PatternRewriteWalker,
     RewritePattern,
 )
+from xdsl.utils.exceptions import DiagnosticException
 
 from passes.conversions.llvm_common import (
     const_float,
@@ -32,6 +33,7 @@ from passes.conversions.llvm_common import (
     replace,
 )
 from passes.conversions.vector_math import ERF, TANH, inline_exp
+from passes.schedule.cpu_target import cpu_target
 
 # math op class -> constructor of the llvm intrinsic op (typed as the call made below)
 _UNARY: dict[type[Operation], Callable[[SSAValue], Operation]] = {
@@ -74,7 +76,11 @@ _INLINE = {math.ErfOp: ERF, math.TanhOp: TANH, math.ExpOp: inline_exp}
 """Ops expanded inline (vector_math.py): exp always, erf and tanh on vectors."""
 
 
+@dataclass
 class MathToLLVM(RewritePattern):
+    scalef: bool = False
+    """Vector exp scales by 2^n with llvm.ldexp (one vscalefps on AVX-512)."""
+
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
         if op.dialect_name() != "math":
             return
@@ -99,7 +105,11 @@ class MathToLLVM(RewritePattern):
             new = [one, sqrt, llvm.FDivOp(one.result, sqrt.res)]
         elif t in _INTRINSIC:
             new = [llvm.CallIntrinsicOp(_INTRINSIC[t], args, [res_type])]
-        elif (is_vector and t in (math.ErfOp, math.TanhOp)) or t is math.ExpOp:
+        elif t is math.ExpOp:
+            new, res = inline_exp(args[0], scalef=self.scalef and is_vector)
+            replace(rewriter, op, new, [res])
+            return
+        elif is_vector and t in (math.ErfOp, math.TanhOp):
             new, res = _INLINE[t](args[0])
             replace(rewriter, op, new, [res])
             return
@@ -120,7 +130,15 @@ class ConvertMathToLLVMPass(ModulePass):
 
     name: ClassVar[str] = "convert-math-to-llvm"
 
+    cpu: str = ""
+    """The CPU the code is for (a preset of passes/schedule/cpu_target.py; "" or "host": this
+    one): decides whether vector exp uses vscalefps."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        try:
+            scalef = cpu_target(self.cpu).has_scalef
+        except ValueError as e:
+            raise DiagnosticException(f"convert-math-to-llvm: {e}") from None
         PatternRewriteWalker(
-            GreedyRewritePatternApplier([MathToLLVM()]), apply_recursively=False
+            GreedyRewritePatternApplier([MathToLLVM(scalef)]), apply_recursively=False
         ).rewrite_module(op)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 
+import numpy as np
 from xdsl.dialects import llvm
 from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, IntegerAttr, IntegerType, VectorType
 from xdsl.ir import Attribute, Operation, SSAValue
@@ -108,10 +109,19 @@ _MAGIC = 8388608.0 + 127.0
 """2^23 + the exponent bias: k + _MAGIC holds k + 127 in its low mantissa bits."""
 
 
-def inline_exp(x: SSAValue) -> tuple[list[Operation], SSAValue]:
+_ROUND_MAGIC = 12582912.0
+"""1.5 * 2^23: for an integral |k| < 2^22, k + _ROUND_MAGIC holds k in its low mantissa bits, so
+its bits minus _ROUND_MAGIC's are k as an i32 (the llvm dialect of xDSL has no fptosi)."""
+
+
+def inline_exp(x: SSAValue, scalef: bool = False) -> tuple[list[Operation], SSAValue]:
     """exp(x) for an f32 scalar or vector x, without a call (so that LLVM's vectorizers can also
     widen the scalar form: it would otherwise vectorize unrolled expf calls into a vector call
-    that codegen splits into scalar calls again)."""
+    that codegen splits into scalar calls again).
+
+    `scalef` (vectors on AVX-512 only): scale by 2^n with `llvm.ldexp`, which LLVM lowers to one
+    vscalefps (denormal results rounded once, as below); on other targets it becomes a libm call
+    per lane, so the default builds 2^n from exponent bits in two factors instead."""
     t: Attribute = x.type
     i32 = IntegerType(32)
     lanes = math.prod(t.get_shape()) if isinstance(t, VectorType) else 0
@@ -146,6 +156,15 @@ def inline_exp(x: SSAValue) -> tuple[list[Operation], SSAValue]:
         acc = emit(llvm.FMAOp(acc, r, c(k)))
     r2 = emit(llvm.FMulOp(r, r))
     y = emit(llvm.FAddOp(emit(llvm.FMAOp(acc, r2, r)), c(1.0)))
+    if scalef and lanes:
+        magic_bits = int(np.float32(_ROUND_MAGIC).view(np.int32))
+        bits = emit(llvm.BitcastOp(emit(llvm.FAddOp(n, c(_ROUND_MAGIC))), ints))
+        int_vector = VectorType(i32, [lanes])
+        magic = DenseIntOrFPElementsAttr.from_list(int_vector, [magic_bits] * lanes)
+        bias = emit(llvm.ConstantOp(magic, int_vector))
+        k = emit(llvm.SubOp(bits, bias))
+        ldexp = f"llvm.ldexp.v{lanes}f32.v{lanes}i32"
+        return ops, emit(llvm.CallIntrinsicOp(ldexp, [y, k], [t]))
     half = emit(llvm.FFloorOp(emit(llvm.FMulOp(n, c(0.5)))))
     rest = emit(llvm.FSubOp(n, half))
     return ops, emit(llvm.FMulOp(emit(llvm.FMulOp(y, pow2(half))), pow2(rest)))

@@ -51,6 +51,12 @@ class CpuTarget:
         (the rest holds a step's vector operands and broadcasts; the tuner explores more)."""
         return self.registers // 2
 
+    @property
+    def has_scalef(self) -> bool:
+        """AVX-512 (32 vector registers) has vscalefps, x * 2^n in one instruction: what LLVM
+        makes of a vector `llvm.ldexp` (elsewhere it is a libm call per lane)."""
+        return self.registers == 32
+
     def with_width(self, width: int) -> CpuTarget:
         """This CPU's code restricted (or, for a what-if, widened) to `width` lanes; the
         register file stays (AVX-512 has 32 registers at 256 bits too)."""

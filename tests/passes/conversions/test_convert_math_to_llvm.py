@@ -183,11 +183,18 @@ func.func @sexp(%x: memref<256xf32>, %o: memref<256xf32>) {
 """
 
 
+@pytest.mark.parametrize("cpu", ["znver4", "x86-64-v3"])
 @pytest.mark.parametrize("function", ["vexp", "sexp"])
-def test_exp_is_inline_and_matches_expf_over_the_whole_range(function: str) -> None:
-    ops = converted_ops(apply(ConvertMathToLLVMPass(), VECTOR_EXP))
+def test_exp_is_inline_and_matches_expf_over_the_whole_range(function: str, cpu: str) -> None:
+    """Both ways of scaling by 2^n: vscalefps through llvm.ldexp (AVX-512: znver4's vectors)
+    and exponent bits in two factors (AVX2, and scalars). Either compiles on any x86 host."""
+    converted = apply(ConvertMathToLLVMPass(cpu=cpu), VECTOR_EXP)
+    ops = converted_ops(converted)
     assert "llvm.intr.exp" not in ops and "llvm.call" not in ops  # no 16 scalar expf calls
-    prog = compile_module(lower(VECTOR_EXP))
+    intrinsics = [o.intrin.data for o in converted.walk() if isinstance(o, llvm.CallIntrinsicOp)]
+    ldexps = [name for name in intrinsics if name.startswith("llvm.ldexp")]
+    assert ldexps == (["llvm.ldexp.v16f32.v16i32"] if cpu == "znver4" else [])  # vexp's only
+    prog = compile_module(lower(VECTOR_EXP, first=[ConvertMathToLLVMPass(cpu=cpu)]))
     special = [0.0, -0.0, 1.0, -1.0, 88.0, 88.72, 88.8, 1e4, -87.0, -87.4, -100.0, -103.0, -104.5]
     special += [-1e4, np.inf, -np.inf, np.nan, 1e-30]
     x = np.concatenate([special, RNG.uniform(-110.0, 90.0, 256 - len(special))]).astype(np.float32)
