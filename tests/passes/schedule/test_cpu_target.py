@@ -70,3 +70,10 @@ def test_a_narrower_width_keeps_the_register_file() -> None:
     narrow = zen4.with_width(8)
     assert (narrow.width, narrow.registers, narrow.l1) == (8, 32, zen4.l1)
     assert zen4.with_width(16) is zen4
+
+
+def test_scalef_only_with_avx512() -> None:
+    """Vector exp uses vscalefps (llvm.ldexp) only where it exists: on AVX2 LLVM would make a
+    vector ldexp one libm call per lane."""
+    assert cpu_target("znver4").has_scalef and cpu_target("znver5").has_scalef
+    assert not cpu_target("x86-64-v3").has_scalef
