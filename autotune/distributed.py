@@ -43,8 +43,10 @@ naming why. A config the workers report as the fastest so far is re-checked for 
 (`remote = True` tells `tune_task` to) before it is recorded. The scheduler, which relays
 everything, is trusted: that is what TLS is for.
 
-All workers must report the same target (LLVM CPU name and features): a tuning database holds the
-measurements of one target, so a mixed cluster is refused (run one scheduler per kind of machine).
+All workers must report the same target (LLVM CPU name and features; for a GPU tune, `measure_kwargs`
+target="opencl" or "cuda", also the device: name, driver, compute capability or OpenCL version):
+a tuning database holds the measurements of one target, so a mixed cluster is refused (run one
+scheduler per kind of machine). A GPU tune's records carry the workers' device (`.device`).
 A chunk whose dask task fails (an exception, a worker that died or left, no answer in time, a
 reply that fails the checks) becomes a `runtime_error` result for each of its candidates, and
 tuning goes on.
@@ -66,7 +68,8 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any, cast
 
-from autotune.measure import ERROR_KINDS, MeasureResult, host_target, measure
+from autotune.measure import ERROR_KINDS, MeasureResult, device_info, host_target, measure
+from autotune.tuning_target import CPU, GPU_APIS
 from compiler.errors import ZigguratError
 
 INSTALL_HINT = "pip install 'ziggurat[tune]'"
@@ -353,9 +356,9 @@ def _remote_chunk(
 ) -> str:
     """The dask task: run `chunk_fn` and answer JSON text, a failure included (never raises)."""
     try:
-        target = host_target()
+        target = worker_target(str(kwargs.get("target", CPU)))
     except Exception as e:
-        return encode_reply(None, {}, f"host_target: {type(e).__name__}: {e}")
+        return encode_reply(None, {}, f"worker_target: {type(e).__name__}: {e}")
     try:
         results = chunk_fn(task, candidates, kwargs)
         if not isinstance(results, list):
@@ -365,9 +368,21 @@ def _remote_chunk(
         return encode_reply(None, target, f"{type(e).__name__}: {e}")
 
 
-def _remote_target() -> str:
-    """The dask task that asks a worker what it measures on."""
-    return json.dumps(host_target())
+def worker_target(api: str = CPU) -> dict[str, str]:
+    """What this machine measures `api` on: its CPU ({cpu, features}), and for a GPU api the
+    device too (canonical JSON of gpu_runner.device_info; RuntimeError if `api` cannot run here)."""
+    target = dict(host_target())
+    if api != CPU:
+        target["device"] = json.dumps(device_info(api), sort_keys=True)
+    return target
+
+
+def _remote_target(api: str = CPU) -> str:
+    """The dask task that asks a worker what it measures on (or why it cannot)."""
+    try:
+        return json.dumps(worker_target(api))
+    except Exception as e:
+        return json.dumps({"error": f"{type(e).__name__}: {_clean(e, 500)}"})
 
 
 # ----------------------------------------------------------------------------- checking replies
@@ -382,11 +397,28 @@ def _number(x: object) -> float | None:
 
 
 def _parse_target(x: object) -> dict[str, str] | None:
-    if not isinstance(x, dict) or set(x) != {"cpu", "features"}:
+    """A worker's target ({cpu, features}, plus a GPU's device as JSON text), checked."""
+    if not isinstance(x, dict) or set(x) not in (
+        {"cpu", "features"},
+        {"cpu", "features", "device"},
+    ):
         return None
     if not all(isinstance(v, str) and len(v) <= 10_000 for v in x.values()):
         return None
-    return {"cpu": x["cpu"], "features": x["features"]}
+    if "device" in x and not isinstance(_device_of(x), dict):
+        return None
+    return {k: x[k] for k in ("cpu", "features", "device") if k in x}
+
+
+def _device_of(target: Mapping[str, str]) -> dict[str, Any] | None:
+    """The device a target's JSON text names (None: a CPU target, or text that is not one)."""
+    try:
+        device = json.loads(target["device"]) if "device" in target else None
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(device, dict) or not all(isinstance(k, str) for k in device):
+        return None
+    return device
 
 
 def _parse_result(row: object) -> MeasureResult | str:
@@ -455,7 +487,18 @@ def decode_reply(reply: object, n: int, target: Mapping[str, str]) -> list[Measu
 
 
 def _describe(target: Mapping[str, str], others: list[Mapping[str, str]]) -> str:
-    """'cpu NAME', plus the features it has that another of the targets lacks."""
+    """'cpu NAME', plus the features it has that another of the targets lacks; for a GPU target
+    whose device differs from another's, the device ('device NAME (driver ...)')."""
+    device = _device_of(target)
+    if device is not None and any(_device_of(o) != device for o in others):
+        details = ", ".join(
+            f"{k} {device[k]}"
+            for k in ("driver_version", "compute_capability", "opencl_version")
+            if k in device
+        )
+        return _clean(
+            f"device {device.get('name', '?')}" + (f" ({details})" if details else ""), 300
+        )
     out = f"cpu {target.get('cpu', '?')}"
     mine = set(str(target.get("features", "")).split(","))
     diff: list[str] = []
@@ -469,7 +512,7 @@ def _describe(target: Mapping[str, str], others: list[Mapping[str, str]]) -> str
 
 
 def common_target(targets: Mapping[str, Mapping[str, str]]) -> dict[str, str]:
-    """The one target every worker (address -> host_target()) reports; DaskSetupError if not."""
+    """The one target every worker (address -> worker_target()) reports; DaskSetupError if not."""
     if not targets:
         raise DaskSetupError("no dask workers to measure on")
     groups: dict[tuple[tuple[str, str], ...], list[str]] = {}
@@ -497,9 +540,11 @@ class DaskMeasurer:
     `tls_security`); a plain tcp:// scheduler on another machine needs `allow_insecure`. Either
     way the measurer talks through a client of its own that unpickles nothing workers send.
     `measure_kwargs` go to `measure` on the workers (repeat, number, timeout_s, workers, rtol,
-    atol, threads). `chunk_timeout_s` bounds the wait for one chunk (default: 120 s plus 3 x the
-    run timeout per candidate); `chunk_fn` replaces the function run per chunk (tests). `.target`
-    is the workers' common host target; `remote` makes `tune_task` re-check a new best here.
+    atol, threads; target and preset for a GPU tune). `chunk_timeout_s` bounds the wait for one
+    chunk (default: 120 s plus 3 x the run timeout per candidate); `chunk_fn` replaces the
+    function run per chunk (tests). `.target` is the workers' common host target ({cpu,
+    features}), `.device` their common device on a GPU target (None on the CPU); `remote` makes
+    `tune_task` re-check a new best here (on a GPU target, on this machine's device of the api).
     """
 
     remote = True
@@ -520,6 +565,9 @@ class DaskMeasurer:
         for name in ("kernel_irs", "runner"):
             if name in self.measure_kwargs:
                 raise ValueError(f"DaskMeasurer: measure's {name}= cannot be sent to workers")
+        self.api = str(self.measure_kwargs.get("target", CPU))
+        if self.api != CPU and self.api not in GPU_APIS:
+            raise ValueError(f"DaskMeasurer: unknown target {self.api!r}")
         self.chunk_timeout_s = chunk_timeout_s
         self.connect_timeout_s = connect_timeout_s
         self._chunk_fn = chunk_fn
@@ -560,7 +608,7 @@ class DaskMeasurer:
                     f"within {connect_timeout_s:g} s"
                 ) from e
             self._targets: dict[str, dict[str, str]] = {}
-            self.target: dict[str, str] = {}
+            self._identity: dict[str, str] = {}  # what every reply must name: cpu (+ device)
             self._check_workers()
             if not self._targets:
                 raise DaskSetupError(
@@ -588,7 +636,7 @@ class DaskMeasurer:
         if new:
             futures = {
                 a: self.client.submit(
-                    _remote_target, pure=False, workers=[a], allow_other_workers=False
+                    _remote_target, self.api, pure=False, workers=[a], allow_other_workers=False
                 )
                 for a in new
             }
@@ -600,17 +648,35 @@ class DaskMeasurer:
                     continue
                 try:
                     text = future.result(timeout=self.connect_timeout_s)
-                    target = _parse_target(json.loads(text)) if isinstance(text, str) else None
+                    reply = json.loads(text) if isinstance(text, str) else None
                 except Exception:
-                    target = None
+                    reply = None
+                if isinstance(reply, dict) and isinstance(reply.get("error"), str):
+                    raise DaskSetupError(
+                        f"the dask worker {a} cannot measure on {self.api}: "
+                        f"{_clean(reply['error'], 300)}"
+                    )
+                target = _parse_target(reply)
+                if target is not None and ("device" in target) != (self.api != CPU):
+                    target = None  # a CPU target for a GPU tune, or the other way round
                 if target is None:
                     raise DaskSetupError(f"the dask worker {a} reported no valid target")
                 reported[a] = target
             targets = {**self._targets, **reported}
             if targets:
                 target = common_target(targets)  # raises before a mixed cluster measures anything
-                self._targets, self.target = targets, target
+                self._targets, self._identity = targets, target
         return addresses
+
+    @property
+    def target(self) -> dict[str, str]:
+        """The workers' host target ({cpu, features}): the `target` of the records they make."""
+        return {k: v for k, v in self._identity.items() if k != "device"}
+
+    @property
+    def device(self) -> dict[str, Any] | None:
+        """The workers' device on a GPU target (gpu_runner.device_info), None on the CPU."""
+        return _device_of(self._identity)
 
     @property
     def workers(self) -> list[str]:
@@ -683,7 +749,7 @@ class DaskMeasurer:
             except Exception as e:
                 why = f"the worker's reply was refused ({type(e).__name__}: {_clean(e, 300)})"
                 return [_failed(why) for _ in chunk]
-            return decode_reply(reply, len(chunk), self.target)
+            return decode_reply(reply, len(chunk), self._identity)
         if status == "error":
             exc = future.exception()
             why = str(exc) if isinstance(exc, RemoteTaskError) else f"{type(exc).__name__}: {exc}"

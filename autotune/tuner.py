@@ -89,8 +89,11 @@ def recheck_locally(
     """A remote success about to become the task's best, checked here against the reference:
     `compile` applies the best record, so a worker that lies about correctness must not set it.
     A failure here makes the result `wrong_result` (with a warning); timing is not re-checked."""
-    kwargs = {k: v for k, v in (measure_kwargs or {}).items() if k in ("rtol", "atol", "timeout_s")}
-    kwargs.setdefault("threads", (measure_kwargs or {}).get("threads", threads))
+    given = measure_kwargs or {}
+    keep = ("rtol", "atol", "timeout_s", "target", "preset")  # a GPU tune: this machine's device
+    kwargs = {k: v for k, v in given.items() if k in keep}
+    if given.get("target", "cpu") == "cpu":
+        kwargs.setdefault("threads", given.get("threads", threads))
     try:
         (local,) = measure(task, [passes], repeat=1, **kwargs)
         why = "" if local.ok else f"{local.error_kind}: {local.error}"

@@ -98,6 +98,16 @@ class TuningTarget:
             )
         return dict(self._device)
 
+    def on_device(self, device: dict[str, Any]) -> TuningTarget:
+        """This GPU target measured on `device` (another machine's, e.g. dask workers'
+        DaskMeasurer.device) rather than on this machine's: what its records carry and accept."""
+        if not self.is_gpu:
+            raise ValueError("a CPU target has no device")
+        from autotune.measure.gpu_runner import L2_POLICY
+
+        fields = {"device": dict(device), "preset": self.record_preset, "l2_policy": L2_POLICY}
+        return TuningTarget(self.api, self.preset, self.threads, fields)
+
     def accepts(self, record: dict[str, Any]) -> bool:
         """Whether a record (of this target's space) was measured here: on a GPU, on the same
         device with the same preset (one space hash covers every device of a preset)."""

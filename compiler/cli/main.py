@@ -347,12 +347,15 @@ def _tuning_target(args: argparse.Namespace):
         return tuning_target("cpu", threads=args.threads)
     from compiler.backends.gpu.compile import preset_for, unavailable_reason
 
-    if args.dask:
-        raise UsageError("--dask measures on CPU workers; tune --target opencl|cuda runs here")
     if args.threads != 1:
         raise UsageError("--threads is a CPU option; a GPU target runs on its device's threads")
     reason = unavailable_reason(args.target)
     if reason is not None:
+        if args.dask:  # the workers measure; each new best is re-checked here, on this machine
+            raise UsageError(
+                f"target '{args.target}' with --dask re-checks each new best config on this "
+                f"machine's own {args.target} device, and there is none: {reason}"
+            )
         raise UsageError(f"target '{args.target}' cannot tune on this machine: {reason}")
     try:
         return tuning_target(args.target, args.preset or preset_for(args.target))
@@ -382,16 +385,17 @@ def cmd_tune(args: argparse.Namespace) -> int:
         from autotune.distributed import DaskMeasurer, tls_security
 
         security = tls_security(*tls_files) if any(tls_files) else None
+        on_gpu = {"target": target.api, "preset": target.record_preset}
         measurer = DaskMeasurer(
             args.dask,
-            measure_kwargs={"threads": args.threads},
+            measure_kwargs=on_gpu if target.is_gpu else {"threads": args.threads},
             security=security,
             allow_insecure=args.dask_insecure,
         )
-        print(
-            f"measuring on {measurer.n_workers} dask workers ({measurer.target['cpu']})",
-            file=sys.stderr,
-        )
+        if measurer.device is not None:  # records name the workers' device, not this machine's
+            target = target.on_device(measurer.device)
+        on = measurer.device.get("name", "?") if measurer.device else measurer.target["cpu"]
+        print(f"measuring on {measurer.n_workers} dask workers ({on})", file=sys.stderr)
     where = (
         f"{args.threads} thread(s)"
         if not target.is_gpu

@@ -266,6 +266,99 @@ def test_cli_tune_with_dask(tmp_path: Path, client: Client, capsys: pytest.Captu
     assert all(r["target"] == host_target() for r in records)
 
 
+# ----------------------------------------------------------------------------- GPU targets
+
+GPU = {"target": "opencl", "preset": "opencl-gpu", "repeat": 2}  # SIMT schedules, run on PoCL
+
+
+def needs_opencl() -> None:
+    from compiler.backends.gpu.opencl_runtime import opencl_available
+
+    if opencl_available() is not None:
+        pytest.skip(f"OpenCL: {opencl_available()}")
+
+
+def test_gpu_candidates_are_measured_on_the_workers_device(client: Client, task: Task) -> None:
+    needs_opencl()
+    from autotune.gpu_space import GpuSearchSpace
+    from autotune.measure import device_info
+    from passes.schedule.gpu_target import gpu_target
+
+    space = GpuSearchSpace(anchor_info(task), gpu_target("opencl-gpu"))
+    rng = random.Random(0)
+    configs = [space.default_config(), space.sample(rng), space.sample(rng)]
+    with DaskMeasurer(client, measure_kwargs=GPU) as m:
+        assert m.device == device_info("opencl")  # the workers' PoCL, as this process sees it
+        assert m.target == host_target()  # and their CPU, without the device
+        results = m(task, [space.to_passes(c, task.anchor) for c in configs])
+    assert [r.error_kind for r in results] == [None] * 3, [r.error for r in results]
+    assert all(len(r.costs) == 2 for r in results)
+
+
+def test_cli_tune_opencl_with_dask_records_the_workers_device(
+    tmp_path: Path, client: Client, capsys: pytest.CaptureFixture
+) -> None:
+    needs_opencl()
+    from autotune.measure import device_info
+    from compiler.cli.main import main
+
+    model = tmp_path / "mm.onnx"
+    onnx.save(matmul_model(16), model)
+    db = tmp_path / "db.jsonl"
+    argv = ["tune", str(model), "--trials", "3", "--db", str(db), "--target", "opencl"]
+    rc = main([*argv, "--tuner", "random", "--dask", client.scheduler.address])
+    err = capsys.readouterr().err
+    assert rc == 0, err
+    assert f"measuring on 2 dask workers ({device_info('opencl')['name']})" in err
+    records = [json.loads(s) for s in db.read_text().splitlines()]
+    assert len(records) == 3 and all(r["error_kind"] is None for r in records), records
+    assert all(r["device"] == device_info("opencl") for r in records)
+    assert all(r["target"] == host_target() and r["preset"] == "opencl-cpu" for r in records)
+
+
+def test_workers_without_the_gpu_api_are_refused_with_why(client: Client) -> None:
+    from compiler.backends.gpu.cuda_runtime import cuda_available
+
+    reason = cuda_available()
+    if reason is None:
+        pytest.skip("this machine has a CUDA GPU")
+    with pytest.raises(
+        DaskSetupError, match=r"dask worker tcp://127\.0\.0\.1:\d+ cannot measure on cuda: "
+    ) as e:
+        DaskMeasurer(client, measure_kwargs={"target": "cuda"})
+    assert reason in str(e.value)  # the worker's own reason (the same machine here)
+
+
+def test_workers_with_different_devices_are_refused_naming_them() -> None:
+    cpu = {"cpu": "znver4", "features": "+avx512f"}
+
+    def device(name: str, driver: str) -> str:
+        return json.dumps({"api": "cuda", "name": name, "driver_version": driver})
+
+    same = {**cpu, "device": device("NVIDIA H100", "13000")}
+    assert common_target({"a": same, "b": dict(same)}) == same
+    other = {**cpu, "device": device("NVIDIA H100", "12080")}
+    with pytest.raises(DaskSetupError) as e:
+        common_target({"tcp://a:1": same, "tcp://b:1": other})
+    message = str(e.value)
+    assert "tcp://a:1: device NVIDIA H100 (driver_version 13000)" in message
+    assert "tcp://b:1: device NVIDIA H100 (driver_version 12080)" in message
+
+
+def test_a_reply_from_another_device_fails_its_chunk() -> None:
+    cpu = {"cpu": "znver4", "features": "+avx512f"}
+    mine = {**cpu, "device": json.dumps({"name": "A"})}
+    theirs = {**cpu, "device": json.dumps({"name": "B"})}
+    reply = zdist.encode_reply([MeasureResult(costs=[1e-3])], theirs)
+    (r,) = zdist.decode_reply(reply, 1, mine)
+    assert r.error_kind == "runtime_error" and "measured on device B" in r.error, r.error
+    (ok,) = zdist.decode_reply(zdist.encode_reply([MeasureResult(costs=[1e-3])], mine), 1, mine)
+    assert ok.ok
+    bad = {**cpu, "device": "not json"}
+    (r,) = zdist.decode_reply(zdist.encode_reply([MeasureResult(costs=[1e-3])], bad), 1, mine)
+    assert "names no valid target" in r.error, r.error
+
+
 def test_a_worker_that_dies_fails_its_chunk_only(client: Client) -> None:
     """Last: it costs a worker (the nanny starts a new one, which the next batch checks)."""
 

@@ -127,6 +127,10 @@ def test_transfer_learning_trains_on_gpu_records(tuned_db: Path) -> None:
     ("args", "message"),
     [
         (("--target", "cuda"), "target 'cuda' cannot tune on this machine:"),
+        (
+            ("--target", "cuda", "--dask", "tcp://127.0.0.1:8786"),
+            "re-checks each new best config on this machine's own cuda device, and there is none:",
+        ),
         (("--preset", "cuda"), "--preset is for --target opencl or cuda"),
         (("--target", "opencl", "--threads", "2"), "--threads is a CPU option"),
         (("--target", "opencl", "--preset", "cuda"), "preset 'cuda' is for cuda, not opencl"),
