@@ -96,27 +96,9 @@ def default_schedule(
     if v >= 0:
         unroll[v] = nvec * width
     if has_reduction:
-        # second register-tile loop: the one that leaves the fewest loads per accumulator at
-        # each reduction step (an input invariant to it is loaded once and reused from
-        # registers, one varying along it once per row of the tile; a load is a vector when the
-        # input varies along the vector loop, a broadcast otherwise), innermost first on ties
-        others = [d for d in info.parallel_loops if d != v and extents[d] > 1]
-        if others:
-            inputs = [a for a in info.accesses if not a.is_output and not a.is_scalar]
-            budget = max(1, cpu.default_accumulators // nvec)
-
-            def loads_per_accumulator(d: int) -> float:
-                rows = divisor_at_most(extents[d], budget)
-                loads = sum(
-                    (1 if a.invariant_to(d) else rows) * (1 if v < 0 or a.invariant_to(v) else nvec)
-                    for a in inputs
-                )
-                return loads / (rows * nvec)
-
-            u = min(others, key=lambda d: (loads_per_accumulator(d), -d))
-            unroll[u] = divisor_at_most(extents[u], budget)
-            if unroll[u] < 3 and extents[u] > 3:  # awkward extent: accept a remainder tile
-                unroll[u] = min(extents[u], budget)
+        budget = max(1, cpu.default_accumulators // nvec)
+        for d, rows in _register_tile(info, v, nvec, budget).items():
+            unroll[d] = rows
         _tile_reduction(info, cpu, tile, unroll, v)
         if v >= 0:
             _tile_vector_loop(info, cpu, tile, unroll, v)
@@ -128,6 +110,55 @@ def default_schedule(
     order = info.parallel_loops + info.reduction_loops
     s = Schedule(tuple(tile), tuple(order), tuple(unroll), v, width if v >= 0 else 1)
     return _pack_crowded_panels(s, info, cpu) if has_reduction and v >= 0 else s
+
+
+def _register_tile(info: KernelInfo, v: int, nvec: int, budget: int) -> dict[int, int]:
+    """The register tile's rows beside the vector loop: the parallel loop that leaves the fewest
+    loads per accumulator at each reduction step (innermost first on ties); where that still
+    loads more than once per FMA (one vector of a short image row beside 16 output channels:
+    17 loads for 16 FMAs), the pair of loops that loads least (a pointwise convolution's 8
+    output channels x 2 image rows: 10 loads). An input invariant to a tile loop is loaded once
+    and reused from registers, one varying along it once per row; a load is a vector when the
+    input varies along the vector loop, a broadcast otherwise. At most `budget` rows."""
+    extents = info.extents
+    others = [d for d in info.parallel_loops if d != v and extents[d] > 1]
+    inputs = [a for a in info.accesses if not a.is_output and not a.is_scalar]
+
+    def loads_per_accumulator(tile: dict[int, int]) -> float:
+        loads = sum(
+            math.prod(1 if a.invariant_to(d) else r for d, r in tile.items())
+            * (1 if v < 0 or a.invariant_to(v) else nvec)
+            for a in inputs
+        )
+        return loads / (math.prod(tile.values()) * nvec)
+
+    if not others:
+        return {}
+    single = min(
+        ({d: divisor_at_most(extents[d], budget)} for d in others),
+        key=lambda t: (round(loads_per_accumulator(t), 9), [-d for d in t]),
+    )
+    best = single
+    # with no more loads than FMAs per step the FMA units bound it already, and a second loop
+    # would only cut the first's rows (more passes over the operand streamed along it)
+    candidates: list[dict[int, int]] = [single]
+    if loads_per_accumulator(single) > 1.0:
+        for i, first in enumerate(others):
+            for second in others[i + 1 :]:
+                for r in range(2, budget // 2 + 1):
+                    rows = divisor_at_most(extents[second], budget // r)
+                    if extents[first] % r == 0 and rows >= 2:  # no remainder tiles in two loops
+                        candidates.append({first: r, second: rows})
+        # fewest loads per accumulator; then one loop; then the most accumulators
+        best = min(
+            candidates,
+            key=lambda t: (round(loads_per_accumulator(t), 9), len(t), -math.prod(t.values())),
+        )
+    if len(best) == 1:
+        ((d, rows),) = best.items()
+        if rows < 3 and extents[d] > 3:  # awkward extent: accept a remainder tile
+            return {d: min(extents[d], budget)}
+    return best
 
 
 def _reused_per_step(info: KernelInfo, unroll: list[int], v: int) -> int:

@@ -56,11 +56,11 @@ func.func @matmul_large(%a: memref<512x1024xf32>, %b: memref<1024x1024xf32>, %c:
 }
 
 // A conv-like kernel (NCHW, 3x3 window): vectorize the output column x (8 lanes used of 16),
-// register-tile the 16 filters f (each input vector is loaded once per step and reused for all
-// of them, the weights are broadcasts: 17 loads for 16 accumulators, where 8 output rows would
-// take 9 loads for 8), reductions (c, ky, kx) innermost.
+// register-tile 4 filters f x 4 output rows y (each input row vector is reused by 4 filters,
+// each weight broadcast by 4 rows: 8 loads for 16 accumulators; the 16 filters alone would take
+// 17, more loads than FMAs, and 8 rows alone 9 for 8), reductions (c, ky, kx) innermost.
 // CHECK-LABEL: func.func @conv
-// CHECK:       sched.schedule = #sched.schedule<tile = [0, 0, 0, 0, 0, 0, 0], order = [0, 1, 2, 3, 4, 5, 6], unroll = [1, 16, 1, 16, 1, 1, 3], vector = 3, width = 16>
+// CHECK:       sched.schedule = #sched.schedule<tile = [0, 0, 0, 0, 0, 0, 0], order = [0, 1, 2, 3, 4, 5, 6], unroll = [1, 4, 4, 16, 1, 1, 3], vector = 3, width = 16>
 func.func @conv(%in: memref<1x8x10x10xf32>, %w: memref<16x8x3x3xf32>, %out: memref<1x16x8x8xf32>) {
   linalg.generic {indexing_maps = [affine_map<(n, f, y, x, c, ky, kx) -> (n, c, y + ky, x + kx)>, affine_map<(n, f, y, x, c, ky, kx) -> (f, c, ky, kx)>, affine_map<(n, f, y, x, c, ky, kx) -> (n, f, y, x)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]}
       ins(%in, %w : memref<1x8x10x10xf32>, memref<16x8x3x3xf32>) outs(%out : memref<1x16x8x8xf32>) {

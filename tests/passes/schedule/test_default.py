@@ -23,7 +23,7 @@ from passes.schedule.rules import (
     panel_shape,
 )
 from passes.schedule.target import host_vector_width
-from tests.support.schedule_kernels import ADD, RELU, kernel, matmul
+from tests.support.schedule_kernels import ADD, RELU, conv, kernel, matmul
 
 
 def test_matmul_vectorizes_the_contiguous_output_loop_with_reductions_innermost() -> None:
@@ -111,3 +111,18 @@ def test_a_packed_default_matmul_computes_the_product() -> None:
     model = compile_model(mm, schedules=["default-schedule{cpu=znver4}"])
     (out,) = model.run({"x": a}).values()
     np.testing.assert_allclose(out, a @ b, rtol=1e-4, atol=1e-3)
+
+
+def test_short_image_rows_get_a_two_loop_register_tile() -> None:
+    """A pointwise conv on 14x14 (one vector per row): 16 output channels alone load 17 times
+    per 16 FMAs, so 8 channels x 2 rows (10 loads) are tiled; on 56x56 (two vectors per row) 8
+    channels alone load 10 times per 16 FMAs and the tile stays one loop (a second would halve
+    the channels, doubling the passes over the input)."""
+    zen5 = cpu_target("znver5")
+    _, short = kernel(conv(cin=96, cout=576, hw=14, k=1))  # loops co, y, x, ci, ky, kx
+    s = default_schedule(short, cpu=zen5)
+    assert (s.vector, s.unroll[:3]) == (2, (8, 2, 16))
+    assert legalize(s, short) == s
+    _, long = kernel(conv(cin=24, cout=144, hw=56, k=1))
+    s = default_schedule(long, cpu=zen5)
+    assert (s.vector, s.unroll[:3]) == (2, (8, 1, 32))
