@@ -139,16 +139,24 @@ def plot_curves(summary: ModelTuneSummary, path: str) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(8, 5))
-    for t in summary.tasks:
-        r = summary.results.get(t.workload_key)
-        if r and r.curve:
-            ax.plot(range(1, len(r.curve) + 1), r.curve, label=t.name[:40])
+    curves = [
+        (t.name[:40], r.curve)
+        for t in summary.tasks
+        if (r := summary.results.get(t.workload_key)) is not None and r.curve
+    ]
+    # a whole model has dozens of tasks: the legend goes beside the axes, in as many columns
+    # as it needs, so that it never covers the curves
+    columns = max(1, -(-len(curves) // 24))
+    fig, ax = plt.subplots(figsize=(8 + 3.2 * columns, 5))
+    for i, (label, curve) in enumerate(curves):  # 10 colours, then the next line style
+        style = ("-", "--", ":", "-.")[i // 10 % 4]
+        ax.plot(range(1, len(curve) + 1), curve, style, label=label)
     ax.set_xlabel("trials")
     ax.set_ylabel("best GFLOP/s so far")
     ax.set_title("ziggurat tuning")
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=7)
+    if curves:
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), ncol=columns)
     fig.tight_layout()
     try:
         fig.savefig(path, dpi=120)
