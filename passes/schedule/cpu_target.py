@@ -44,6 +44,9 @@ class CpuTarget:
     """Vector registers (32 with AVX-512, 16 with AVX/AVX2)."""
     l1: CacheLevel
     l2: CacheLevel
+    fma_in_flight: int = 8
+    """Independent FMAs that keep the FMA units busy: units x latency (2 x 4 cycles on Zen 4,
+    Zen 5 and Intel cores since Skylake; Haswell's 2 x 5 is within a row of it)."""
 
     @property
     def default_accumulators(self) -> int:

@@ -126,3 +126,37 @@ def test_short_image_rows_get_a_two_loop_register_tile() -> None:
     _, long = kernel(conv(cin=24, cout=144, hw=56, k=1))
     s = default_schedule(long, cpu=zen5)
     assert (s.vector, s.unroll[:3]) == (2, (8, 1, 32))
+
+
+DEPTHWISE = """
+func.func @dw(%in: memref<144x58x58xf32>, %w: memref<144x3x3xf32>, %out: memref<144x56x56xf32>) {
+  linalg.generic {indexing_maps = [
+        affine_map<(c, y, x, ky, kx) -> (c, y + ky, x + kx)>,
+        affine_map<(c, y, x, ky, kx) -> (c, ky, kx)>,
+        affine_map<(c, y, x, ky, kx) -> (c, y, x)>],
+      iterator_types = ["parallel", "parallel", "parallel", "reduction", "reduction"]}
+      ins(%in, %w : memref<144x58x58xf32>, memref<144x3x3xf32>)
+      outs(%out : memref<144x56x56xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %p = arith.mulf %a, %b : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  func.return
+}
+"""
+
+
+def test_rows_that_reuse_only_broadcasts_stop_at_the_fmas_in_flight() -> None:
+    """A depthwise conv's rows each load their own input vectors; only the weight broadcast is
+    shared, so more accumulators than the FMA units keep busy (8 on Zen 5) buy nothing: 4 rows
+    of two vectors, not 8. A pointwise conv's rows share the input vector: 16 channels stay."""
+    zen5 = cpu_target("znver5")
+    assert zen5.fma_in_flight == 8
+    _, dw = kernel(DEPTHWISE)
+    s = default_schedule(dw, cpu=zen5)
+    assert (s.vector, s.unroll[1], s.unroll[2]) == (2, 4, 32)
+    assert legalize(s, dw) == s
+    _, pointwise = kernel(conv(cin=64, cout=192, hw=13, k=1))  # 13 rows: no two-loop tile
+    s = default_schedule(pointwise, cpu=zen5)
+    assert (s.vector, s.unroll[0]) == (2, 16)
