@@ -3,8 +3,10 @@ without a `#sched.schedule` is lowered with.
 
 The heuristic reads the access strides of passes/analysis/kernel_access.py and the CPU's
 description (cpu_target.py): vectorize the parallel loop that makes the inner (reduction) step
-cheapest and wastes the fewest lanes, build a register tile with a second parallel loop that
-reuses the vector operands (half the register file in accumulators), keep the accumulators in
+cheapest and wastes the fewest lanes, build a register tile with one (or, where one still
+loads more than it multiplies, two) more parallel loops that reuse the vector operands (at most
+half the register file in accumulators; no more than the FMAs in flight where the rows reuse
+only broadcasts), keep the accumulators in
 registers across the reduction loops, tile long reductions so that the operand the register tile
 reuses stays in half the L1, tile a long vector loop so that the streamed operand's tile stays in
 half the L2, and pack that tile into a contiguous panel when its rows would overflow the L2's sets.
