@@ -23,7 +23,7 @@ from autotune.measure import MeasureResult
 from autotune.search import RandomSearch, SearchStrategy, SimulatedAnnealing
 from autotune.space import SearchSpace
 from autotune.task import Task
-from autotune.tuning_target import TuningTarget
+from autotune.tuning_target import CPU, TuningTarget
 
 
 @dataclass
@@ -92,7 +92,7 @@ def recheck_locally(
     given = measure_kwargs or {}
     keep = ("rtol", "atol", "timeout_s", "target", "preset")  # a GPU tune: this machine's device
     kwargs = {k: v for k, v in given.items() if k in keep}
-    if given.get("target", "cpu") == "cpu":
+    if given.get("target", CPU) == CPU:
         kwargs.setdefault("threads", given.get("threads", threads))
     try:
         (local,) = measure(task, [passes], repeat=1, **kwargs)

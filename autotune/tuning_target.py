@@ -87,15 +87,9 @@ class TuningTarget:
         if not self.is_gpu:
             return {}
         if not self._device:
-            from autotune.measure.gpu_runner import L2_POLICY, device_info
+            from autotune.measure.gpu_runner import device_info
 
-            self._device.update(
-                {
-                    "device": device_info(self.api),
-                    "preset": self.record_preset,
-                    "l2_policy": L2_POLICY,
-                }
-            )
+            self._device.update(self._fields_on(device_info(self.api)))
         return dict(self._device)
 
     def on_device(self, device: dict[str, Any]) -> TuningTarget:
@@ -103,10 +97,12 @@ class TuningTarget:
         DaskMeasurer.device) rather than on this machine's: what its records carry and accept."""
         if not self.is_gpu:
             raise ValueError("a CPU target has no device")
+        return TuningTarget(self.api, self.preset, self.threads, self._fields_on(device))
+
+    def _fields_on(self, device: dict[str, Any]) -> dict[str, Any]:
         from autotune.measure.gpu_runner import L2_POLICY
 
-        fields = {"device": dict(device), "preset": self.record_preset, "l2_policy": L2_POLICY}
-        return TuningTarget(self.api, self.preset, self.threads, fields)
+        return {"device": dict(device), "preset": self.record_preset, "l2_policy": L2_POLICY}
 
     def accepts(self, record: dict[str, Any]) -> bool:
         """Whether a record (of this target's space) was measured here: on a GPU, on the same

@@ -385,10 +385,13 @@ def cmd_tune(args: argparse.Namespace) -> int:
         from autotune.distributed import DaskMeasurer, tls_security
 
         security = tls_security(*tls_files) if any(tls_files) else None
-        on_gpu = {"target": target.api, "preset": target.record_preset}
         measurer = DaskMeasurer(
             args.dask,
-            measure_kwargs=on_gpu if target.is_gpu else {"threads": args.threads},
+            measure_kwargs=(
+                {"target": target.api, "preset": target.record_preset}
+                if target.is_gpu
+                else {"threads": args.threads}
+            ),
             security=security,
             allow_insecure=args.dask_insecure,
         )

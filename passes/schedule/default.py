@@ -147,38 +147,37 @@ def _register_tile(
         ({d: divisor_at_most(extents[d], budget)} for d in others),
         key=lambda t: (round(loads_per_accumulator(t), 9), [-d for d in t]),
     )
-    best = single
     # with no more loads than FMAs per step the FMA units bound it already, and a second loop
     # would only cut the first's rows (more passes over the operand streamed along it)
-    candidates: list[dict[int, int]] = [single]
     if loads_per_accumulator(single) > 1.0:
-        for i, first in enumerate(others):
-            for second in others[i + 1 :]:
-                for r in range(2, budget // 2 + 1):
-                    rows = divisor_at_most(extents[second], budget // r)
-                    if extents[first] % r == 0 and rows >= 2:  # no remainder tiles in two loops
-                        candidates.append({first: r, second: rows})
+        pairs = [
+            {first: r, second: divisor_at_most(extents[second], budget // r)}
+            for i, first in enumerate(others)
+            for second in others[i + 1 :]
+            for r in range(2, budget // 2 + 1)
+            if extents[first] % r == 0  # no remainder tiles in two loops
+        ]
         # fewest loads per accumulator; then one loop; then the most accumulators
         best = min(
-            candidates,
+            [single, *(t for t in pairs if min(t.values()) >= 2)],
             key=lambda t: (round(loads_per_accumulator(t), 9), len(t), -math.prod(t.values())),
         )
-    if len(best) == 1:
-        ((d, rows),) = best.items()
+        if len(best) == 2:
+            return best
+    ((d, rows),) = single.items()
 
-        def with_remainder(rows: int, limit: int) -> int:
-            # an awkward extent (a prime, say): accept a remainder tile
-            return min(extents[d], limit) if rows < 3 and extents[d] > 3 else rows
+    def with_remainder(rows: int, limit: int) -> int:
+        # an awkward extent (a prime, say): accept a remainder tile
+        return min(extents[d], limit) if rows < 3 and extents[d] > 3 else rows
 
-        rows = with_remainder(rows, budget)
-        # rows that reuse a vector operand (one invariant to them) amortize its load; rows that
-        # only reuse broadcasts (a depthwise conv's weights) do not
-        reuses_vector = v >= 0 and any(a.invariant_to(d) and not a.invariant_to(v) for a in inputs)
-        if loads_per_accumulator({d: rows}) > 1.0 and not reuses_vector:
-            limit = max(1, min(budget, in_flight // nvec))
-            rows = min(rows, with_remainder(divisor_at_most(extents[d], limit), limit))
-        return {d: rows}
-    return best
+    rows = with_remainder(rows, budget)
+    # rows that reuse a vector operand (one invariant to them) amortize its load; rows that
+    # only reuse broadcasts (a depthwise conv's weights) do not
+    reuses_vector = v >= 0 and any(a.invariant_to(d) and not a.invariant_to(v) for a in inputs)
+    if loads_per_accumulator({d: rows}) > 1.0 and not reuses_vector:
+        limit = max(1, min(budget, in_flight // nvec))
+        rows = min(rows, with_remainder(divisor_at_most(extents[d], limit), limit))
+    return {d: rows}
 
 
 def _reused_per_step(info: KernelInfo, unroll: list[int], v: int) -> int:
