@@ -73,27 +73,29 @@ def task_from_function(fn: func.FuncOp, weight: int = 1) -> Task:
     return Task(_workload_key(text), text, weight, kernel_flops(info), name, anchor)
 
 
-def _buffer_module(model: Any) -> ModuleOp:
+def _buffer_module(model: Any, layout: str = "auto") -> ModuleOp:
     if isinstance(model, ModuleOp):
         return model
     if isinstance(model, str | Path) or hasattr(model, "graph"):
         module = import_model(model)
         ctx = make_context()
-        lower(module, "buffers", ctx)  # outlined kernels, no schedules yet
+        lower(module, "buffers", ctx, layout=layout)  # outlined kernels, no schedules yet
         return module
     raise TypeError(
         f"extract_tasks expects an ONNX model or a buffer-level module, got {type(model)}"
     )
 
 
-def extract_tasks(model_or_module: Any) -> list[Task]:
-    """The distinct kernels of a model (an ONNX path or ModelProto) or of a buffer-level module.
+def extract_tasks(model_or_module: Any, layout: str = "auto") -> list[Task]:
+    """The distinct kernels of a model (an ONNX path or ModelProto) or of a buffer-level module;
+    a model's convolutions get the data layout `layout` (compiler/pipelines.py LAYOUTS; a GPU
+    target's kernels: NCHW).
 
     Kernels are the private functions that @main calls (weight = number of calls); a module
     with no @main contributes each function holding linalg.generic ops once. Kernels with the
     same workload key are one task whose weight is the sum.
     """
-    module = _buffer_module(model_or_module)
+    module = _buffer_module(model_or_module, layout)
     funcs = {f.sym_name.data: f for f in module.body.block.ops if isinstance(f, func.FuncOp)}
     main = funcs.get("main")
     if main is not None and any(isinstance(o, linalg.GenericOp) for o in main.walk()):

@@ -29,7 +29,15 @@ from compiler.errors import CompileError, InputError
 from compiler.frontend.onnx import import_onnx
 from compiler.parallel_compile import compile_split, default_workers
 from compiler.pass_runner import make_context, run_passes
-from compiler.pipelines import GPU_LEVEL, IMPORTED, LEVELS, gpu_passes, levels_between
+from compiler.pipelines import (
+    GPU_LEVEL,
+    IMPORTED,
+    LAYOUT_PASS,
+    LEVELS,
+    gpu_passes,
+    layout_passes,
+    levels_between,
+)
 from compiler.runtime import aligned_copy, aligned_empty
 from dialects.attributes import (
     DTYPE_ATTR,
@@ -52,13 +60,19 @@ MODULE_NOTES_PREFIX = "ziggurat."
 
 
 def level_passes(
-    level: str, schedules: Sequence[str | ModulePass] = (), threads: int = 1
+    level: str,
+    schedules: Sequence[str | ModulePass] = (),
+    threads: int = 1,
+    layout: str = "auto",
 ) -> list[str | ModulePass]:
-    """The passes that produce `level` from the one above. At the loops level, the `schedules`
-    passes (tuned records, hand-written schedule edits) run first and `default-schedule` then
-    fills in the kernels they left unscheduled, parallelizing for `threads`."""
+    """The passes that produce `level` from the one above. At the graph level, `layout` picks
+    the convolutions' data layout (compiler/pipelines.py LAYOUTS). At the loops level, the
+    `schedules` passes (tuned records, hand-written schedule edits) run first and
+    `default-schedule` then fills in the kernels they left unscheduled, parallelizing for
+    `threads`."""
     if level != "loops":
-        return list(LEVELS[level])
+        layouts = layout_passes(layout)
+        return [q for p in LEVELS[level] for q in (layouts if p == LAYOUT_PASS else [p])]
     default = "default-schedule" if threads <= 1 else f"default-schedule{{threads={threads}}}"
     return [*schedules, *(default if p == "default-schedule" else p for p in LEVELS[level])]
 
@@ -72,18 +86,19 @@ def lower(
     schedules: Sequence[str | ModulePass] = (),
     threads: int = 1,
     start: str = IMPORTED,
+    layout: str = "auto",
 ) -> ModuleOp:
     """Lower a module in place from level `start` (a fresh import by default) down to `level`.
 
-    With `optimize`, the graph-level passes (folding, simplification, fusion) run. `schedules`
-    and `threads`: see level_passes.
+    With `optimize`, the graph-level passes (folding, simplification, layout, fusion) run.
+    `schedules`, `threads` and `layout`: see level_passes.
     """
     ctx = ctx or make_context()
     for lvl in levels_between(start, level):
         if lvl == "graph" and not optimize:
             continue
         t0 = time.perf_counter()
-        run_passes(ctx, module, level_passes(lvl, schedules, threads))
+        run_passes(ctx, module, level_passes(lvl, schedules, threads, layout))
         if timings is not None:
             timings[lvl] = time.perf_counter() - t0
     return module
@@ -102,7 +117,7 @@ def lower_to_gpu(
     (a GPU target of passes/schedule/gpu_target.py); the `schedules` passes (tuned records for
     that preset, hand-written edits) run first, as at the loops level."""
     ctx = ctx or make_context()
-    lower(module, "buffers", ctx, timings, optimize=optimize, start=start)
+    lower(module, "buffers", ctx, timings, optimize=optimize, start=start, layout="NCHW")
     t0 = time.perf_counter()
     run_passes(ctx, module, [*schedules, *gpu_passes(preset)])
     if timings is not None:
@@ -260,20 +275,37 @@ def compile_module(
     threads: int = 1,
     target: str = "cpu",
     preset: str | None = None,
+    layout: str = "auto",
 ) -> CompiledModel:
     """Compile a graph-level module to a runnable CompiledModel (as it is, unless `optimize`).
 
     Kernels are lowered and compiled by `jobs` worker processes (default: one per core); the
-    model runs its parallel loops on `threads` threads. `schedules`: see level_passes.
+    model runs its parallel loops on `threads` threads. `schedules` and `layout` (the CPU's
+    only; a GPU's convolutions stay NCHW): see level_passes.
     """
     if threads < 1:
         raise CompileError(f"threads must be at least 1 (got {threads})")
+    try:
+        layout_passes(layout)
+    except ValueError as e:
+        raise CompileError(str(e)) from None
+    if target != "cpu" and layout not in ("auto", "NCHW"):
+        raise CompileError(f"layout {layout} is for the CPU; {target} kernels read NCHW")
     ctx = ctx or make_context()
     timings: dict[str, float] = {}
     ins, outs = _signature(module)
     if target != "cpu":
         return _compile_gpu(module, target, preset, ctx, timings, optimize, ins, outs, schedules)
-    lower(module, "loops", ctx, timings, optimize=optimize, schedules=schedules, threads=threads)
+    lower(
+        module,
+        "loops",
+        ctx,
+        timings,
+        optimize=optimize,
+        schedules=schedules,
+        threads=threads,
+        layout=layout,
+    )
     notes = {k: v for k, v in module.attributes.items() if k.startswith(MODULE_NOTES_PREFIX)}
     t0 = time.perf_counter()
     program, _ = compile_split(module, ctx, jobs or default_workers())
@@ -313,9 +345,13 @@ def compile_model(
     schedules: Sequence[str | ModulePass] = (),
     threads: int = 1,
     preset: str | None = None,
+    layout: str = "auto",
 ) -> CompiledModel:
     """Import an ONNX model (path or ModelProto) and compile it for `target`: "cpu", "opencl"
     or "cuda".
+
+    `layout`: the convolutions' data layout on the CPU (compiler/pipelines.py LAYOUTS: `auto`
+    is NCHW[b]c with the vector width as b, `NCHW` keeps the imported layout).
 
     `preset`: for a GPU target, the device kind the kernels are scheduled for
     (passes/schedule/gpu_target.py; default: that of the device they run on).
@@ -338,6 +374,7 @@ def compile_model(
         threads=threads,
         target=target,
         preset=preset,
+        layout=layout,
     )
     compiled.timings = {"import": t_import, **compiled.timings}
     return compiled

@@ -22,6 +22,7 @@ LEVELS: dict[str, tuple[str, ...]] = {
         "fold-constants",
         "transpose-weights",
         "simplify",
+        "blocked-layout",
         "fuse-ops",
     ),
     "tensor": ("convert-graph-to-linalg",),
@@ -45,6 +46,26 @@ LEVELS: dict[str, tuple[str, ...]] = {
 
 ORDER: tuple[str, ...] = (IMPORTED, *LEVELS)
 
+LAYOUT_PASS = "blocked-layout"
+LAYOUTS = ("auto", "NCHW", "NCHW4c", "NCHW8c", "NCHW16c")
+"""The data layouts of convolutions a compilation can ask for: `auto` is NCHW[b]c with the
+CPU's vector width as b (the CPU default), `NCHW` leaves convolutions as imported (what the
+GPU path uses: its schedules map threads onto image rows)."""
+
+
+class PipelineError(ValueError):
+    """An unknown level, levels out of order, or a named pipeline that cannot be expanded."""
+
+
+def layout_passes(layout: str) -> list[str]:
+    """What stands for `blocked-layout` in the graph level for the layout `layout`."""
+    if layout not in LAYOUTS:
+        raise PipelineError(f"unknown layout '{layout}' (layouts: {', '.join(LAYOUTS)})")
+    if layout == "NCHW":
+        return []
+    return [LAYOUT_PASS if layout == "auto" else f"{LAYOUT_PASS}{{block={layout[4:-1]}}}"]
+
+
 GPU_LEVEL = "gpu"
 """The GPU sibling of `loops` (it follows `buffers`): kernels as gpu.module kernels with block and
 thread ids, @main's calls as gpu.launch_func. The printers of compiler/backends/gpu take it from
@@ -56,10 +77,6 @@ DEFAULT_GPU_TARGET = "opencl-cpu"
 def gpu_passes(target: str) -> list[str]:
     """The passes that produce the gpu level for `target` from the buffers level."""
     return [f"default-schedule{{target={target}}}", f"convert-linalg-to-gpu{{target={target}}}"]
-
-
-class PipelineError(ValueError):
-    """An unknown level, levels out of order, or a named pipeline that cannot be expanded."""
 
 
 def _position(level: str) -> int:

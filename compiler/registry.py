@@ -46,6 +46,7 @@ PASSES: dict[str, str] = {
     "fold-batchnorm": "passes.transforms.fold_batchnorm:FoldBatchnormPass",
     "transpose-weights": "passes.transforms.transpose_weights:TransposeWeightsPass",
     "simplify": "passes.transforms.simplify:SimplifyPass",
+    "blocked-layout": "passes.transforms.blocked_layout:BlockedLayoutPass",
     "fuse-ops": "passes.transforms.fuse_ops:FuseOpsPass",
     # same-level transforms
     "bufferize": "passes.transforms.bufferize:BufferizePass",

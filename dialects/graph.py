@@ -921,6 +921,54 @@ class ConvOp(WindowOp):
 
 
 @irdl_op_definition
+class ConvNchwcOp(WindowOp):
+    """2-D convolution in the blocked layout NCHW[b]c (AutoTVM's conv2d_NCHWc): (N, C/bi, H, W,
+    bi) input, (M/bo, C/wi, KH, KW, wi, bo) weights, result (N, M/bo, OH, OW, bo). A block of
+    channels is the innermost, unit-stride dim of input, weights and result, so the output
+    channels fill vector lanes whatever the image width. Made by `blocked-layout`; dense and
+    depthwise (group = C, wi = 1) only."""
+
+    name = "graph.conv_nchwc"
+    ELEMENTS: ClassVar[tuple[Attribute, ...]] = NUMERIC
+    x = operand_def(AnyTensor)
+    w = operand_def(AnyTensor)
+    bias = opt_operand_def(AnyTensor)
+    result = result_def(AnyTensor)
+    group = prop_def(I64Attr, default_value=i64_attr(1))
+    traits = traits_def(Pure(), FusionPattern(PatternKind.OUT_FUSABLE))
+
+    assembly_format = "$x `,` $w (`,` $bias^)? attr-dict `:` functional-type(operands, results)"
+
+    def __init__(self, *operands: ValueLike | Sequence[ValueLike] | None, **props: object):
+        # two spatial dims whatever the rank (WindowOp's defaults would count the block as one)
+        defaults = {"strides": [1, 1], "pads": [0, 0, 0, 0], "dilations": [1, 1]}
+        GraphOp.__init__(
+            self, *operands, **(props | {k: v for k, v in defaults.items() if props.get(k) is None})
+        )
+
+    @classmethod
+    def infer_shape(cls, shapes: list[Any], p: dict[str, Any]) -> Shape:
+        x, w, bias = shapes
+        return S.conv_nchwc(x, w, bias, p["strides"], p["pads"], p["dilations"], p["group"])
+
+
+@irdl_op_definition
+class LayoutTransformOp(UnaryOp):
+    """Move a 2-D image tensor between the layouts "NCHW" and "NCHW<b>c" (TVM's
+    layout_transform); `blocked-layout` places them and cancels the pairs that meet."""
+
+    name = "graph.layout_transform"
+    ELEMENTS: ClassVar[tuple[Attribute, ...]] = ANY
+    src = prop_def(StringAttr)
+    dst = prop_def(StringAttr)
+    traits = traits_def(Pure(), FusionPattern(PatternKind.INJECTIVE))
+
+    @classmethod
+    def infer_shape(cls, shapes: list[Any], p: dict[str, Any]) -> Shape:
+        return S.layout_transform(shapes[0], p["src"], p["dst"])
+
+
+@irdl_op_definition
 class MatmulOp(GraphOp):
     """numpy.matmul: 1-D operands and batch broadcasting."""
 
@@ -1451,7 +1499,7 @@ GRAPH_OPS: list[type[Operation]] = [
     FloorOp, CeilOp, RoundOp, SinOp, CosOp,
     SqrtOp, ExpOp, LogOp, NegOp, AbsOp, ReciprocalOp, ReluOp, SigmoidOp, TanhOp, ErfOp,
     HardSwishOp, LeakyReluOp, HardSigmoidOp, ClipOp, GeluOp,
-    ConvOp, MatmulOp, GemmOp, SoftmaxOp, LogSoftmaxOp, LayerNormOp, BatchNormOp,
+    ConvOp, ConvNchwcOp, LayoutTransformOp, MatmulOp, GemmOp, SoftmaxOp, LogSoftmaxOp, LayerNormOp, BatchNormOp,
     MaxPoolOp, AvgPoolOp, GlobalAvgPoolOp, GlobalMaxPoolOp,
     ReshapeOp, FlattenOp, SqueezeOp, UnsqueezeOp, TransposeOp, ConcatOp, SplitOp, SliceOp,
     GatherOp, PadOp, ReduceMeanOp, ReduceSumOp, ReduceProdOp, ReduceMaxOp, ShapeOp,

@@ -161,6 +161,75 @@ def conv(
     return (x[0], w[0], *out)
 
 
+def layout_block(layout: str) -> int:
+    """The channel block of a data layout: 0 for "NCHW", b for "NCHW{b}c" (AutoTVM's blocked
+    layout: (N, C/b, H, W, b), b channels innermost)."""
+    if layout == "NCHW":
+        return 0
+    body = layout[4:-1] if layout.startswith("NCHW") and layout.endswith("c") else ""
+    if not body.isdigit() or int(body) < 1:
+        raise ShapeError(f'layout must be "NCHW" or "NCHW<b>c" with a block b >= 1, got "{layout}"')
+    return int(body)
+
+
+def layout_name(block: int) -> str:
+    """The inverse of `layout_block`."""
+    return "NCHW" if block == 0 else f"NCHW{block}c"
+
+
+def layout_transform(x: Shape, src: str, dst: str) -> Shape:
+    """The shape of a 2-D image tensor moved from layout `src` to `dst` (see `layout_block`)."""
+    bs, bd = layout_block(src), layout_block(dst)
+    want = 5 if bs else 4
+    if len(x) != want:
+        raise ShapeError(f"a {src} tensor has rank {want}, got {list(x)}")
+    channels = x[1] * bs if bs else x[1]
+    if bd and channels % bd:
+        raise ShapeError(f"{dst} needs channels divisible by {bd}, got {channels}")
+    n, h, w = x[0], x[2], x[3]
+    return (n, channels // bd, h, w, bd) if bd else (n, channels, h, w)
+
+
+def conv_nchwc(
+    x: Shape,
+    w: Shape,
+    bias: Shape | None,
+    strides: Sequence[int],
+    pads: Sequence[int],
+    dilations: Sequence[int],
+    group: int,
+) -> Shape:
+    """2-D convolution in the blocked layout: (N, C/bi, H, W, bi) input, (M/bo, C/group/wi, KH,
+    KW, wi, bo) weights (wi = bi, or 1 for a depthwise conv), (M) bias, result (N, M/bo, OH, OW,
+    bo). Dense (group 1) and depthwise (group = C = M, wi = 1, bi = bo) convs only."""
+    if len(x) != 5 or len(w) != 6:
+        raise ShapeError(
+            f"conv_nchwc takes a rank-5 input and rank-6 weights, got {list(x)} and {list(w)}"
+        )
+    strides, pads, dilations = window(2, strides, pads, dilations)
+    _check_window(w[2:4], strides, pads, dilations)
+    channels, out_channels = x[1] * x[4], w[0] * w[5]
+    if group == 1:
+        if w[1] * w[4] != channels or w[4] != x[4]:
+            raise ShapeError(
+                f"weights {list(w)} do not read {x[1]} blocks of {x[4]} input channels"
+            )
+    elif group == channels == out_channels:
+        if w[1] != 1 or w[4] != 1 or w[5] != x[4]:
+            raise ShapeError(
+                f"depthwise weights must be (C/b, 1, KH, KW, 1, {x[4]}), got {list(w)}"
+            )
+    else:
+        raise ShapeError(f"conv_nchwc supports group 1 or depthwise, got group {group}")
+    if bias is not None and tuple(bias) != (out_channels,):
+        raise ShapeError(f"bias must have shape [{out_channels}], got {list(bias)}")
+    out = [
+        _window_out(x[2 + i], w[2 + i], strides[i], pads[i] + pads[2 + i], dilations[i])
+        for i in range(2)
+    ]
+    return (x[0], w[0], *out, w[5])
+
+
 def pool_out_dim(
     size: int, k: int, stride: int, pad_begin: int, pad_end: int, dil: int, ceil_mode: int
 ) -> int:

@@ -378,7 +378,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
             "--dask-tls-ca, --dask-tls-cert, --dask-tls-key and --dask-insecure need --dask"
         )
     target = _tuning_target(args)
-    tasks = extract_tasks(_model_arg(args.model))
+    tasks = extract_tasks(_model_arg(args.model), layout="NCHW" if target.is_gpu else "auto")
     measurer = None
     if args.dask:
         # its errors (bad TLS files, an unencrypted remote scheduler) are ZigguratErrors

@@ -28,6 +28,23 @@ def anchor_index(generics: list[linalg.GenericOp]) -> int:
     return max(range(len(infos)), key=lambda i: (math.prod(infos[i].extents), -i))
 
 
+def _window_loops(info: KernelInfo) -> list[int]:
+    """The reduction loops that slide a window (an input index adds them to an output loop:
+    oh * s + kh), or all of them when none does; a blocked conv's channel loops are not."""
+    par = set(info.parallel_loops)
+    window = [
+        d
+        for d in info.reduction_loops
+        if any(
+            row[d] and any(row[p] for p in par)
+            for a in info.accesses
+            if not a.is_output
+            for row in a.coefs
+        )
+    ]
+    return window or info.reduction_loops
+
+
 def describe_kernel(info: KernelInfo) -> str:
     """What the anchor computes and on what shape: `conv 1x64x56x56 k3x3`, `elementwise 1x10`."""
     body = [op.name for op in info.op.body.block.ops]
@@ -36,13 +53,14 @@ def describe_kernel(info: KernelInfo) -> str:
     if not reds:
         return f"elementwise {out_shape}"
     if len(reds) >= 2 and ("arith.maximumf" in body or "arith.minimumf" in body):
-        window = "x".join(str(info.extents[d]) for d in reds)
-        return f"pool {out_shape} k{window}"
+        # a blocked pool's window has a size-1 dim for the block
+        window = "x".join(str(info.extents[d]) for d in reds if info.extents[d] > 1)
+        return f"pool {out_shape} k{window or 1}"
     if "arith.mulf" in body and info.accesses[1:2] and not info.accesses[1].is_output:
         if len(reds) == 1:
             k = info.extents[reds[0]]
             return f"matmul {out_shape} k{k}"
-        window = "x".join(str(info.extents[d]) for d in reds[-2:])
+        window = "x".join(str(info.extents[d]) for d in _window_loops(info)[-2:])
         kind = "conv" if len(reds) >= 3 else "dwconv"
         return f"{kind} {out_shape} k{window}"
     return f"reduce {out_shape} r" + "x".join(str(info.extents[d]) for d in reds)

@@ -41,6 +41,7 @@ from xdsl.pattern_rewriter import (
 from xdsl.transforms.dead_code_elimination import region_dce
 from xdsl.utils.exceptions import DiagnosticException
 
+from dialects.graph_shapes import layout_block
 from passes.conversions.convert_graph_to_linalg_builder import (
     NEG_INF,
     Body,
@@ -404,6 +405,34 @@ class ConvLowering(_GraphLowering):
         return em.map_elementwise([bias], shape, lambda b, a: a[0], [bmap])
 
 
+class ConvNchwcLowering(_GraphLowering):
+    """graph.conv_nchwc -> [pad] + bias-broadcast init + one MAC generic whose innermost loop is
+    the output channel block: unit stride in weights and result, an invariant (broadcast) input
+    element, whatever the image's width."""
+
+    ops = ("graph.conv_nchwc",)
+
+    def lower(self, op: Operation, em: Emitter) -> Sequence[SSAValue]:
+        x, w = op.operands[0], op.operands[1]
+        bias = op.operands[2] if len(op.operands) > 2 else None
+        strides, pads, dils = _window(op, 2)
+        out = _out_shape(op)
+        x = em.pad(x, [0, 0, *pads[:2], 0], [0, 0, *pads[2:], 0], 0.0)
+        bmap = [dim(1) * out[4] + dim(4)]
+        init = ConvLowering._init(em, bias, out, bmap, elem_of(op.results[0]))
+        if _int(op, "group", 1) == 1:
+            # loops: n, ob, oh, ow, o | ib, kh, kw, i
+            xmap = [dim(0), dim(5), *_window_exprs(2, 6, strides, dils), dim(8)]
+            wmap = [dim(1), dim(5), dim(6), dim(7), dim(8), dim(4)]
+            return [em.generic([x, w], [xmap, wmap], init, identity(5), "ppppprrrr", _mac)]
+        # depthwise, loops: n, cb, oh, ow, c | kh, kw
+        xmap = [dim(0), dim(1), *_window_exprs(2, 5, strides, dils), dim(4)]
+        cb, _, kh, kw, _, b = shape_of(w)
+        w = em.reshape(w, (cb, kh, kw, b))
+        wmap = [dim(1), dim(5), dim(6), dim(4)]
+        return [em.generic([x, w], [xmap, wmap], init, identity(5), "ppppprr", _mac)]
+
+
 # -- matmul / gemm ----------------------------------------------------------------------------------
 
 
@@ -647,6 +676,7 @@ class DataMovementLowering(_GraphLowering):
         "graph.slice",
         "graph.gather",
         "graph.pad",
+        "graph.layout_transform",
     )
 
     def lower(self, op: Operation, em: Emitter) -> Sequence[SSAValue]:
@@ -685,11 +715,33 @@ class DataMovementLowering(_GraphLowering):
             return [self._slice(op, em)]
         if n == "graph.gather":
             return [self._gather(op, em)]
+        if n == "graph.layout_transform":
+            return [self._layout_transform(op, em)]
         if n == "graph.pad":
             pads = _ints(op, "pads")
             rank = len(s)
             return [em.pad(x, pads[:rank], pads[rank:], _float(op, "value", 0.0))]
         raise NotImplementedError(n)
+
+    @staticmethod
+    def _layout_transform(op: Operation, em: Emitter) -> SSAValue:
+        """NCHW -> NCHW[b]c reads x[n, cb*b + c, h, w]; NCHW[b]c -> NCHW permutes to (N, C/b,
+        b, H, W) and collapses; block to block goes through NCHW."""
+        x = op.operands[0]
+        src, dst = _str(op, "src", "NCHW"), _str(op, "dst", "NCHW")
+        bs, bd = layout_block(src), layout_block(dst)
+        s = shape_of(x)
+        if bs:
+            n, cb, h, w, b = s
+            xmap = [dim(0), dim(1), dim(3), dim(4), dim(2)]
+            moved = em.map_elementwise([x], (n, cb, b, h, w), lambda _, a: a[0], [xmap])
+            x = em.reshape(moved, (n, cb * b, h, w))
+            s = shape_of(x)
+        if not bd:
+            return x
+        n, c, h, w = s
+        xmap = [dim(0), dim(1) * bd + dim(4), dim(2), dim(3)]
+        return em.map_elementwise([x], (n, c // bd, h, w, bd), lambda _, a: a[0], [xmap])
 
     @staticmethod
     def _slice(op: Operation, em: Emitter) -> SSAValue:
@@ -736,6 +788,7 @@ PATTERNS: tuple[type[_GraphLowering], ...] = (
     ElementwiseLowering,
     ForwardLowering,
     ConvLowering,
+    ConvNchwcLowering,
     MatmulLowering,
     NormalizationLowering,
     ReductionLowering,

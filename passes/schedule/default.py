@@ -99,7 +99,10 @@ def default_schedule(
         unroll[v] = nvec * width
     if has_reduction:
         budget = max(1, cpu.default_accumulators // nvec)
-        for d, rows in _register_tile(info, v, nvec, budget, cpu.fma_in_flight).items():
+        slab = cpu.l2.size // (CACHE_SHARE * F32_BYTES)
+        for d, rows in _register_tile(
+            info, v, nvec, budget, cpu.fma_in_flight, slab, width
+        ).items():
             unroll[d] = rows
         _tile_reduction(info, cpu, tile, unroll, v)
         if v >= 0:
@@ -115,7 +118,13 @@ def default_schedule(
 
 
 def _register_tile(
-    info: KernelInfo, v: int, nvec: int, budget: int, in_flight: int
+    info: KernelInfo,
+    v: int,
+    nvec: int,
+    budget: int,
+    in_flight: int,
+    slab: int = 0,
+    width: int = 16,
 ) -> dict[int, int]:
     """The register tile's rows beside the vector loop: the parallel loop that leaves the fewest
     loads per accumulator at each reduction step (innermost first on ties); where that still
@@ -141,10 +150,29 @@ def _register_tile(
         )
         return loads / (math.prod(tile.values()) * nvec)
 
+    def streamed(tile: dict[int, int]) -> int:
+        # elements of the inputs that vary along the vector loop which one register tile
+        # streams over the whole reduction: rows along loops such an input varies with
+        # (a blocked conv's output-channel blocks) multiply its slab
+        return sum(
+            math.prod(r for d, r in tile.items() if not a.invariant_to(d))
+            * nvec
+            * width
+            * math.prod(extents[d] for d in info.reduction_loops if not a.invariant_to(d))
+            for a in inputs
+            if v >= 0 and not a.invariant_to(v)
+        )
+
+    def fitting(tiles: list[dict[int, int]]) -> list[dict[int, int]]:
+        """The tiles whose streamed slab stays in the L2 share (`slab` elements), if any: a
+        tile that streams more re-reads it from L3 at every register tile."""
+        fit = [t for t in tiles if not slab or streamed(t) <= slab]
+        return fit or tiles
+
     if not others:
         return {}
     single = min(
-        ({d: divisor_at_most(extents[d], budget)} for d in others),
+        fitting([{d: divisor_at_most(extents[d], budget)} for d in others]),
         key=lambda t: (round(loads_per_accumulator(t), 9), [-d for d in t]),
     )
     # with no more loads than FMAs per step the FMA units bound it already, and a second loop
@@ -159,7 +187,7 @@ def _register_tile(
         ]
         # fewest loads per accumulator; then one loop; then the most accumulators
         best = min(
-            [single, *(t for t in pairs if min(t.values()) >= 2)],
+            fitting([single, *(t for t in pairs if min(t.values()) >= 2)]),
             key=lambda t: (round(loads_per_accumulator(t), 9), len(t), -math.prod(t.values())),
         )
         if len(best) == 2:

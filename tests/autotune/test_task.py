@@ -13,6 +13,7 @@ from compiler import zoo
 from compiler.model import import_model, lower, make_context, run_passes
 from compiler.pipelines import lowering
 from dialects.sched import SCHEDULE_ATTR_NAME
+from passes.schedule.cpu_target import cpu_target
 
 
 @functools.cache
@@ -38,19 +39,25 @@ def test_resnet18_identical_convs_collapse() -> None:
     keys = [t.workload_key for t in tasks]
     assert len(set(keys)) == len(keys)
     assert any(t.weight > 1 and t.name.startswith("conv") for t in tasks)
-    # every call of @main is accounted for
+    # every call of @main to a kernel with a linalg.generic is accounted for (a kernel of
+    # fills only, the border of a padded input, is no task)
     module = buffer_module(zoo.resnet18(size=64, classes=10))
-    main = next(f for f in module.ops if isinstance(f, func.FuncOp) and f.sym_name.data == "main")
-    calls = sum(isinstance(o, func.CallOp) for o in main.walk())
-    assert sum(t.weight for t in tasks) == calls
+    funcs = {f.sym_name.data: f for f in module.ops if isinstance(f, func.FuncOp)}
+    calls = [
+        o.callee.root_reference.data for o in funcs["main"].walk() if isinstance(o, func.CallOp)
+    ]
+    computing = [c for c in calls if any(o.name == "linalg.generic" for o in funcs[c].walk())]
+    assert sum(t.weight for t in tasks) == len(computing) >= len(calls) - 1
 
 
 def test_known_flops_and_names() -> None:
-    # resnet18(size=64): stage-1 3x3 conv 64->64 on 16x16 (after the stem and max-pool)
+    # resnet18(size=64): stage-1 3x3 conv 64->64 on 16x16 (after the stem and max-pool), in
+    # the blocked layout (64 channels in blocks of the CPU's vector width)
     tasks = tasks_of("resnet18")
-    conv = next(t for t in tasks if t.name.startswith("conv 1x64x16x16 k3x3"))
+    b = cpu_target().width
+    conv = next(t for t in tasks if t.name.startswith(f"conv 1x{64 // b}x16x16x{b} k3x3"))
     assert conv.flops == 2 * 64 * 16 * 16 * 64 * 3 * 3
-    stem = next(t for t in tasks if t.name.startswith("conv 1x64x32x32 k7x7"))
+    stem = next(t for t in tasks if t.name.startswith(f"conv 1x{64 // b}x32x32x{b} k7x7"))
     assert stem.flops == 2 * 64 * 32 * 32 * 3 * 7 * 7
     mlp = tasks_of("mlp")
     mm = next(t for t in mlp if t.name.startswith("matmul 4x128 k64"))

@@ -69,7 +69,9 @@ def small_cnn() -> tuple[dict[str, Any], dict[str, Any]]:
 
 def test_resnet18_acceptance_figures(resnet18: dict[str, Any]) -> None:
     r = resnet18
-    assert r["kernels"] <= 25, r
+    # one per conv group, pool, head; plus the input's move to the blocked layout and the
+    # zeroing of its padded border
+    assert r["kernels"] <= 27, r
     assert 1 <= r["unique_kernels"] <= r["kernels"], r
     assert r["batch_norms_left"] == 0, r
     assert r["fused_groups"] >= 20, r
@@ -108,7 +110,7 @@ def test_emit_graph_shows_fused_groups() -> None:
     )
     groups = line.findall(text)
     assert len(groups) == text.count("graph.fused"), text
-    assert "conv+relu" in groups and "conv+add+relu" in groups, groups
+    assert "conv_nchwc+relu" in groups and "conv_nchwc+add+relu" in groups, groups
     assert "graph.batch_norm" not in text
 
 

@@ -57,13 +57,15 @@ def shape_of(op) -> tuple[int, ...]:
 
 def test_every_op_has_pattern_kind_and_is_registered():
     names = {op.name for op in g.Graph.operations}
-    assert len(names) == len(g.GRAPH_OPS) == 73
+    assert len(names) == len(g.GRAPH_OPS) == 75
     for op in g.GRAPH_OPS:
         assert isinstance(g.pattern_kind(op), g.PatternKind), op.name
     assert g.pattern_kind(g.ConvOp) is g.PatternKind.OUT_FUSABLE
     assert g.pattern_kind(g.AddOp) is g.PatternKind.BROADCAST
     assert g.pattern_kind(g.ReluOp) is g.PatternKind.ELEMENTWISE
     assert g.pattern_kind(g.ReshapeOp) is g.PatternKind.INJECTIVE
+    assert g.pattern_kind(g.ConvNchwcOp) is g.PatternKind.OUT_FUSABLE
+    assert g.pattern_kind(g.LayoutTransformOp) is g.PatternKind.INJECTIVE
     assert g.pattern_kind(g.ReduceSumOp) is g.PatternKind.REDUCTION
     assert g.pattern_kind(g.ConstantOp) is g.PatternKind.OPAQUE
     assert g.pattern_kind(arith.ConstantOp) is None
@@ -84,6 +86,22 @@ def test_every_op_has_pattern_kind_and_is_registered():
             lambda: g.ConvOp(arg(1, 8, 9, 9), arg(8, 1, 3, 3), arg(8), group=8, dilations=[2, 2]),
             (1, 8, 5, 5),
         ),
+        (
+            lambda: g.ConvNchwcOp(
+                arg(1, 2, 9, 9, 4), arg(3, 2, 3, 3, 4, 8), arg(24), strides=[2, 2]
+            ),
+            (1, 3, 4, 4, 8),
+        ),
+        (
+            lambda: g.ConvNchwcOp(arg(1, 2, 9, 9, 8), arg(2, 1, 5, 5, 1, 8), None, group=16),
+            (1, 2, 5, 5, 8),
+        ),
+        (lambda: g.LayoutTransformOp(arg(1, 24, 5, 7), src="NCHW", dst="NCHW8c"), (1, 3, 5, 7, 8)),
+        (
+            lambda: g.LayoutTransformOp(arg(1, 3, 5, 7, 8), src="NCHW8c", dst="NCHW4c"),
+            (1, 6, 5, 7, 4),
+        ),
+        (lambda: g.LayoutTransformOp(arg(1, 3, 5, 7, 8), src="NCHW8c", dst="NCHW"), (1, 24, 5, 7)),
         (lambda: g.MatmulOp(arg(3), arg(5, 3, 4)), (5, 4)),
         (lambda: g.MatmulOp(arg(2, 1, 4, 3), arg(5, 3, 6)), (2, 5, 4, 6)),
         (lambda: g.GemmOp(arg(3, 2), arg(5, 3), arg(5), trans_a=1, trans_b=1), (2, 5)),
@@ -272,8 +290,9 @@ def _one_of_each() -> ModuleOp:
     )
     m_t, r_t = TensorType(f32, [4, 4]), TensorType(f32, [4])
     b_t, n_t = TensorType(i1, [4]), TensorType(i32, [4])
-    block = Block(arg_types=[x_t, w_t, v_t, m_t, r_t, b_t, n_t])
-    x, w, v, m, r, bools, ints = block.args
+    wb_t = TensorType(f32, [1, 1, 3, 3, 2, 2])
+    block = Block(arg_types=[x_t, w_t, v_t, m_t, r_t, b_t, n_t, wb_t])
+    x, w, v, m, r, bools, ints, wb = block.args
 
     def on(cls: type) -> tuple[SSAValue, SSAValue]:
         """An operand pair of element types the op accepts."""
@@ -305,6 +324,9 @@ def _one_of_each() -> ModuleOp:
         g.ClipOp(x, min=0.0, max=6.0),
         g.GeluOp(x, approximate="tanh"),
         g.ConvOp(x, w, v, strides=[2, 2], pads=[1, 1, 1, 1], dilations=[1, 1], group=1),
+        xb := g.LayoutTransformOp(x, src="NCHW", dst="NCHW2c"),
+        g.ConvNchwcOp(xb, wb, v, pads=[1, 1, 1, 1]),
+        g.LayoutTransformOp(xb, src="NCHW2c", dst="NCHW"),
         g.MatmulOp(m, m),
         g.GemmOp(m, m, r, alpha=0.5, beta=2.0, trans_a=1),
         g.SoftmaxOp(x, axis=1),

@@ -223,3 +223,35 @@ func.func @yield_outside(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
   // expected-error@+1 {{'graph.yield' expects parent op 'graph.fused'}}
   graph.yield %x : tensor<2x3xf32>
 }
+
+// -----
+
+func.func @layout_name(%x: tensor<1x16x4x4xf32>) -> tensor<1x1x4x4x16xf32> {
+  // expected-error@+1 {{layout must be "NCHW" or "NCHW<b>c" with a block b >= 1, got "NHWC"}}
+  %0 = graph.layout_transform %x {src = "NCHW", dst = "NHWC"} : (tensor<1x16x4x4xf32>) -> tensor<1x1x4x4x16xf32>
+  func.return %0 : tensor<1x1x4x4x16xf32>
+}
+
+// -----
+
+func.func @layout_block(%x: tensor<1x12x4x4xf32>) -> tensor<1x1x4x4x16xf32> {
+  // expected-error@+1 {{NCHW8c needs channels divisible by 8, got 12}}
+  %0 = graph.layout_transform %x {src = "NCHW", dst = "NCHW8c"} : (tensor<1x12x4x4xf32>) -> tensor<1x1x4x4x16xf32>
+  func.return %0 : tensor<1x1x4x4x16xf32>
+}
+
+// -----
+
+func.func @conv_nchwc_group(%x: tensor<1x2x4x4x8xf32>, %w: tensor<2x1x3x3x8x8xf32>) -> tensor<1x2x2x2x8xf32> {
+  // expected-error@+1 {{conv_nchwc supports group 1 or depthwise, got group 2}}
+  %0 = graph.conv_nchwc %x, %w {group = 2 : i64} : (tensor<1x2x4x4x8xf32>, tensor<2x1x3x3x8x8xf32>) -> tensor<1x2x2x2x8xf32>
+  func.return %0 : tensor<1x2x2x2x8xf32>
+}
+
+// -----
+
+func.func @conv_nchwc_blocks(%x: tensor<1x2x4x4x8xf32>, %w: tensor<2x4x3x3x4x8xf32>) -> tensor<1x2x2x2x8xf32> {
+  // expected-error@+1 {{weights [2, 4, 3, 3, 4, 8] do not read 2 blocks of 8 input channels}}
+  %0 = graph.conv_nchwc %x, %w : (tensor<1x2x4x4x8xf32>, tensor<2x4x3x3x4x8xf32>) -> tensor<1x2x2x2x8xf32>
+  func.return %0 : tensor<1x2x2x2x8xf32>
+}

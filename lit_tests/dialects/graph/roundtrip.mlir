@@ -145,3 +145,16 @@ func.func @fused(%x: tensor<2x3xf32>, %y: tensor<2x3xf32>) -> (tensor<2x3xf32>, 
   }
   func.return %0, %4#0 : tensor<2x3xf32>, tensor<2x1xf32>
 }
+
+// CHECK-LABEL: func.func @blocked
+// CHECK: graph.layout_transform %{{.*}} {src = "NCHW", dst = "NCHW8c"} : (tensor<1x16x6x6xf32>) -> tensor<1x2x6x6x8xf32>
+// CHECK: graph.conv_nchwc %{{.*}}, %{{.*}}, %{{.*}} {pads = array<i64: 1, 1, 1, 1>} : (tensor<1x2x6x6x8xf32>, tensor<4x2x3x3x8x4xf32>, tensor<16xf32>) -> tensor<1x4x6x6x4xf32>
+// CHECK: graph.conv_nchwc %{{.*}}, %{{.*}} {strides = array<i64: 2, 2>, group = 16 : i64} : (tensor<1x4x6x6x4xf32>, tensor<4x1x1x1x1x4xf32>) -> tensor<1x4x3x3x4xf32>
+// CHECK: graph.layout_transform %{{.*}} {src = "NCHW4c", dst = "NCHW"} : (tensor<1x4x3x3x4xf32>) -> tensor<1x16x3x3xf32>
+func.func @blocked(%x: tensor<1x16x6x6xf32>, %w: tensor<4x2x3x3x8x4xf32>, %b: tensor<16xf32>, %d: tensor<4x1x1x1x1x4xf32>) -> tensor<1x16x3x3xf32> {
+  %xb = graph.layout_transform %x {src = "NCHW", dst = "NCHW8c"} : (tensor<1x16x6x6xf32>) -> tensor<1x2x6x6x8xf32>
+  %c = graph.conv_nchwc %xb, %w, %b {pads = array<i64: 1, 1, 1, 1>} : (tensor<1x2x6x6x8xf32>, tensor<4x2x3x3x8x4xf32>, tensor<16xf32>) -> tensor<1x4x6x6x4xf32>
+  %e = graph.conv_nchwc %c, %d {strides = array<i64: 2, 2>, group = 16 : i64} : (tensor<1x4x6x6x4xf32>, tensor<4x1x1x1x1x4xf32>) -> tensor<1x4x3x3x4xf32>
+  %y = graph.layout_transform %e {src = "NCHW4c", dst = "NCHW"} : (tensor<1x4x3x3x4xf32>) -> tensor<1x16x3x3xf32>
+  func.return %y : tensor<1x16x3x3xf32>
+}
