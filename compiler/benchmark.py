@@ -70,15 +70,22 @@ def bench_model(
     schedules: Sequence[str | ModulePass] = (),
     notes: dict[str, Attribute] | None = None,
     target: str = "cpu",
+    layout: str = "auto",
 ) -> dict[str, Any]:
     """Compile, check and time a model against onnxruntime in the same run (and, with
     `compare_unoptimized`, against itself without the graph-level passes). `schedules`: passes
-    applied to the kernels before the default schedules (see compiler.model.level_passes); `notes`
-    receives the compiled model's `ziggurat.*` module attributes."""
+    applied to the kernels before the default schedules (see compiler.model.level_passes); `layout`:
+    the convolutions' data layout on the CPU; `notes` receives the compiled model's `ziggurat.*`
+    module attributes."""
     proto = load_model(model)  # the frontend's checks (external data rules) for a path too
     t0 = time.perf_counter()
     compiled = compile_model(
-        proto, optimize=optimize, schedules=schedules, threads=threads, target=target
+        proto,
+        optimize=optimize,
+        schedules=schedules,
+        threads=threads,
+        target=target,
+        layout=layout if target == "cpu" else "NCHW",
     )
     compile_s = time.perf_counter() - t0
     if notes is not None:

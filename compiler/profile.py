@@ -144,9 +144,12 @@ def profile_model(
     threads: int = 1,
     seconds: float = 1.0,
     schedules: Sequence[str | ModulePass] = (),
+    layout: str = "auto",
 ) -> ModelProfile:
     """Compile `model` (an ONNX file or ModelProto) with its kernel calls profiled, run it on
     `feeds` (random inputs by default) and return where the time went."""
     proto = load_model(model)
-    compiled = compile_model(proto, schedules=[*schedules, PROFILE_PASS], threads=threads)
+    compiled = compile_model(
+        proto, schedules=[*schedules, PROFILE_PASS], threads=threads, layout=layout
+    )
     return profile_compiled(compiled, zoo.random_inputs(proto) if feeds is None else feeds, seconds)

@@ -20,7 +20,7 @@ from xdsl.ir import Attribute
 from xdsl.passes import ModulePass
 
 from compiler import xdsl_workarounds  # noqa: F401 - patches xDSL's printer on import
-from compiler.pipelines import GPU_LEVEL, LEVELS
+from compiler.pipelines import GPU_LEVEL, LAYOUTS, LEVELS
 
 GPU_EMITS = (GPU_LEVEL, "opencl", "cuda")
 """The GPU side of `--emit`: the gpu level (MLIR) and the kernels as OpenCL C or CUDA C."""
@@ -128,15 +128,31 @@ def cmd_compile(args: argparse.Namespace) -> int:
     if args.emit in GPU_EMITS or args.target != "cpu":
         _emit_gpu(args, shapes, optimize)
         return 0
-    module = import_model(_model_arg(args.model), shapes)
+    model = _model_arg(args.model)
+    module = import_model(model, shapes)
     schedules = _schedules(args.db, args.threads)
+    layout = _layout(args, model)
     if args.emit in LEVELS:
-        lower(module, args.emit, optimize=optimize, schedules=schedules, threads=args.threads)
+        lower(
+            module,
+            args.emit,
+            optimize=optimize,
+            schedules=schedules,
+            threads=args.threads,
+            layout=layout,
+        )
         _write(str(module), args.output)
     else:
         from compiler.backends.llvm_cpu.compile import compile_to_asm, compile_to_llvm_ir
 
-        lower(module, "llvm-dialect", optimize=optimize, schedules=schedules, threads=args.threads)
+        lower(
+            module,
+            "llvm-dialect",
+            optimize=optimize,
+            schedules=schedules,
+            threads=args.threads,
+            layout=layout,
+        )
         _write(
             compile_to_llvm_ir(module) if args.emit == "llvm-ir" else compile_to_asm(module),
             args.output,
@@ -159,6 +175,8 @@ def _emit_gpu(args: argparse.Namespace, shapes: dict[str, list[int]], optimize: 
         raise UsageError(
             f"--target {args.target} compiles for a GPU: --emit one of {', '.join(GPU_EMITS)}"
         )
+    if args.layout not in (None, "auto", "NCHW"):
+        raise UsageError(f"--layout {args.layout} is for the CPU; GPU kernels read NCHW")
     api = args.emit if args.emit != GPU_LEVEL else ("opencl" if args.target == "opencl" else "cuda")
     if api == "opencl" and args.target == "cuda" or api == "cuda" and args.target == "opencl":
         raise UsageError(f"--emit {args.emit} does not fit --target {args.target}")
@@ -210,6 +228,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         optimize=not args.no_graph_opt,
         schedules=_schedules(args.db, args.threads, args.target),
         threads=args.threads,
+        layout=_layout(args, args.model),
     )
     if args.db:
         _report_db_use(model.notes)
@@ -243,6 +262,8 @@ def _bench_directory(args: argparse.Namespace) -> int:
 
     if args.db:
         raise UsageError("--db applies to one model; bench a directory with default schedules")
+    if args.layout:
+        raise UsageError("--layout applies to one model; a directory is benched in the default")
     threads = (1, args.threads if args.threads > 1 else 2)
     if not any(Path(args.model).glob("*.onnx")):
         raise UsageError(f"no .onnx files in the directory {args.model}")
@@ -273,18 +294,21 @@ def cmd_bench(args: argparse.Namespace) -> int:
     from compiler.benchmark import bench_model
 
     notes: dict[str, Attribute] = {}
+    model = _model_arg(args.model)
+    layout = _layout(args, model)
     result = bench_model(
-        _model_arg(args.model),
+        model,
         args.threads,
         args.seconds,
         schedules=_schedules(args.db, args.threads, args.target),
         notes=notes,
         target=args.target,
+        layout=layout,
     )
     if args.db:
         _report_db_use(notes)
     if args.profile is not None:
-        result["profile"] = _profile(args)
+        result["profile"] = _profile(args, layout)
     if args.json:
         _stdout(json.dumps(result) + "\n")
     else:
@@ -292,6 +316,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
             f"model            {result['model']}\n"
             f"cpu              {result['cpu']}\n"
             f"compile          {result['compile_s']:.2f} s  {result['compile_breakdown_s']}\n"
+            f"layout           {layout}\n"
             f"ziggurat         {result['ziggurat_ms']:.3f} ms   (target={result['target']}, "
             f"threads={args.threads})\n"
             f"onnxruntime      {result['onnxruntime_ms']:.3f} ms   (threads={args.threads})\n"
@@ -302,7 +327,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return 0
 
 
-def _profile(args: argparse.Namespace) -> dict[str, Any]:
+def _profile(args: argparse.Namespace, layout: str) -> dict[str, Any]:
     """`bench --profile`: the model compiled again with its kernel calls timed, run for
     --seconds; rows in call order (the JSON) and a table of the slowest."""
     from compiler.profile import profile_model
@@ -312,6 +337,7 @@ def _profile(args: argparse.Namespace) -> dict[str, Any]:
         threads=args.threads,
         seconds=args.seconds,
         schedules=_schedules(args.db, args.threads, args.target),
+        layout=layout,
     )
     return {
         "total_ms": round(profile.total_s * 1e3, 4),
@@ -378,7 +404,9 @@ def cmd_tune(args: argparse.Namespace) -> int:
             "--dask-tls-ca, --dask-tls-cert, --dask-tls-key and --dask-insecure need --dask"
         )
     target = _tuning_target(args)
-    tasks = extract_tasks(_model_arg(args.model), layout="NCHW" if target.is_gpu else "auto")
+    model = _model_arg(args.model)
+    layout = _tuning_layout(args, model, target.is_gpu)
+    tasks = extract_tasks(model, layout=layout)
     measurer = None
     if args.dask:
         # its errors (bad TLS files, an unencrypted remote scheduler) are ZigguratErrors
@@ -430,6 +458,35 @@ def cmd_tune(args: argparse.Namespace) -> int:
     return 0
 
 
+def _tuning_layout(args: argparse.Namespace, model: Any, gpu: bool) -> str:
+    """The layout `tune` tunes the kernels in: --layout, or (search) the fastest candidate
+    timed on the whole model with the database's schedules, its timings recorded in --db."""
+    if gpu:
+        if args.layout not in ("search", "auto", "NCHW"):
+            raise UsageError(f"--layout {args.layout} is for the CPU; GPU kernels read NCHW")
+        return "NCHW"
+    if args.layout != "search":
+        return args.layout
+    from autotune.layout_choice import choose_layout, has_blocked_convs, timing_table
+    from compiler.frontend.onnx import load_model
+
+    if not has_blocked_convs(load_model(model)):
+        print("layout: no convolution to lay out; nothing to search", file=sys.stderr)
+        return "auto"
+    layout, timings = choose_layout(
+        model,
+        args.db,
+        threads=args.threads,
+        progress=lambda what: print(f"layout: {what}", file=sys.stderr, flush=True),
+    )
+    print(
+        f"layout: whole-model latency at {args.threads} thread(s), current schedules:\n"
+        f"{timing_table(timings)}\nlayout: tuning the kernels of {layout}",
+        file=sys.stderr,
+    )
+    return layout
+
+
 def _schedules(db: str | None, threads: int, target: str = "cpu") -> list[ModulePass]:
     """The kernels' schedules from a tuning database (`--db`), applied by the tuner's pass: for
     a GPU target, the records of the preset its device gets, measured on that device."""
@@ -441,6 +498,25 @@ def _schedules(db: str | None, threads: int, target: str = "cpu") -> list[Module
 
     check_available(target)  # the preset is the device's kind
     return tuned_schedules(db, target=target, preset=preset_for(target))
+
+
+def _layout(args: argparse.Namespace, model: Any) -> str:
+    """The convolutions' layout: --layout, else the one `ziggurat tune` chose and recorded in
+    --db for this model on this CPU at --threads, else the default (auto); a GPU's: NCHW."""
+    if getattr(args, "target", "cpu") != "cpu":
+        if args.layout not in (None, "auto", "NCHW"):
+            raise UsageError(f"--layout {args.layout} is for the CPU; GPU kernels read NCHW")
+        return "NCHW"
+    if args.layout:
+        return args.layout
+    if args.db:
+        from autotune.layout_choice import tuned_layout
+
+        chosen = tuned_layout(args.db, model, args.threads)
+        if chosen is not None:
+            print(f"ziggurat: layout {chosen}, as tuned in {args.db}", file=sys.stderr)
+            return chosen
+    return "auto"
 
 
 def _report_db_use(notes: dict[str, Attribute]) -> None:
@@ -542,6 +618,13 @@ def build_parser() -> argparse.ArgumentParser:
         choices=TARGETS,
         help="with --emit gpu: schedule the kernels for this kind of device (opencl, cuda)",
     )
+    c.add_argument(
+        "--layout",
+        choices=LAYOUTS,
+        help="the convolutions' data layout on the CPU: NCHW[b]c blocks of b channels (auto: the "
+        "vector width) or NCHW as imported; default: the one `ziggurat tune` recorded in --db, "
+        "else auto",
+    )
     c.set_defaults(fn=cmd_compile)
 
     r = sub.add_parser("run", help="run a model on inputs from an .npz file")
@@ -560,6 +643,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--db", help="apply the best schedules recorded by `ziggurat tune` in this database"
     )
     r.add_argument("--threads", type=int, default=1, help="threads for the kernels' parallel loops")
+    r.add_argument(
+        "--layout",
+        choices=LAYOUTS,
+        help="the convolutions' data layout on the CPU: NCHW[b]c blocks of b channels (auto: the "
+        "vector width) or NCHW as imported; default: the one `ziggurat tune` recorded in --db, "
+        "else auto",
+    )
     r.set_defaults(fn=cmd_run)
 
     b = sub.add_parser("bench", help="time ziggurat and onnxruntime in the same run")
@@ -585,6 +675,13 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="also time every kernel call in the running model (cycle counter, CPU target) "
         "and print the N slowest (default 20; 0: all) and the time per kind of kernel",
+    )
+    b.add_argument(
+        "--layout",
+        choices=LAYOUTS,
+        help="the convolutions' data layout on the CPU: NCHW[b]c blocks of b channels (auto: the "
+        "vector width) or NCHW as imported; default: the one `ziggurat tune` recorded in --db, "
+        "else auto",
     )
     b.set_defaults(fn=cmd_bench)
 
@@ -622,6 +719,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="seed each task's cost model with the other tasks' records",
     )
     t.add_argument("--tuner", choices=["xgb", "random"], default="xgb")
+    t.add_argument(
+        "--layout",
+        choices=["search", *LAYOUTS],
+        default="search",
+        help="the convolutions' data layout the kernels are tuned in (CPU): search (default) "
+        "times the model in NCHW and in blocks of a full and a half vector first, records the "
+        "times in --db and tunes the fastest",
+    )
     t.add_argument(
         "--plot", metavar="FILE.png", help="draw best-so-far GFLOP/s against trials per task"
     )

@@ -820,3 +820,63 @@ def test_bench_profile_usage_errors(capsys: pytest.CaptureFixture[str], cnn: Pat
     assert_user_error(
         call(capsys, "bench", str(cnn), "--profile", "-1"), "--profile N must be at least 0"
     )
+
+
+# -- the convolutions' layout ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("layout", "present", "absent"),
+    [
+        ("NCHW", "graph.conv ", "graph.conv_nchwc"),
+        ("NCHW8c", '"NCHW8c"', "graph.conv "),
+        ("NCHW4c", '"NCHW4c"', "graph.conv "),
+    ],
+)
+def test_compile_layout_option(
+    capsys: pytest.CaptureFixture[str], layout: str, present: str, absent: str
+) -> None:
+    rc, out, err = call(capsys, "compile", "zoo:small-cnn", "--emit", "graph", "--layout", layout)
+    assert rc == 0, err
+    assert present in out and absent not in out
+
+
+def test_layout_usage_errors(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    assert_user_error(
+        call(capsys, "compile", "zoo:small-cnn", "--emit", "opencl", "--layout", "NCHW16c"),
+        "--layout NCHW16c is for the CPU; GPU kernels read NCHW",
+    )
+    onnx.save(zoo.small_cnn(), tmp_path / "cnn.onnx")
+    assert_user_error(
+        call(capsys, "bench", str(tmp_path), "--layout", "NCHW"),
+        "--layout applies to one model",
+    )
+    rc, _, err = call(capsys, "compile", "zoo:small-cnn", "--layout", "NHWC")
+    assert rc == 1 and "invalid choice: 'NHWC'" in err
+
+
+@needs_xgboost
+def test_tune_searches_the_layout_and_bench_applies_it(tmp_path: Path) -> None:
+    """`tune` times the candidate layouts first and tunes the fastest one's kernels; `bench
+    --db` then compiles in that layout unless --layout says otherwise."""
+    db = tmp_path / "db.jsonl"
+    r = run_cli("tune", "zoo:small-cnn", "--trials", "4", "--db", db)
+    assert r.returncode == 0, r.stderr
+    assert "layout: whole-model latency at 1 thread(s)" in r.stderr, r.stderr
+    chosen = re.search(r"layout: tuning the kernels of (\S+)", r.stderr)
+    assert chosen, r.stderr
+    records = [json.loads(line) for line in complete_lines(db)]
+    layouts = [rec for rec in records if rec["workload_key"].startswith("layout:")]
+    assert len(layouts) == 3 and len(records) == 3 + 4
+    r = run_cli("bench", "zoo:small-cnn", "--db", db, "--seconds", "0.05")
+    assert r.returncode == 0, r.stderr
+    assert f"layout {chosen[1]}, as tuned in" in r.stderr
+    assert re.search(rf"^layout\s+{chosen[1]}$", r.stdout, re.M), r.stdout
+    r = run_cli("bench", "zoo:small-cnn", "--db", db, "--seconds", "0.05", "--layout", "NCHW")
+    assert r.returncode == 0 and "as tuned in" not in r.stderr, r.stderr
+    assert re.search(r"^layout\s+NCHW$", r.stdout, re.M), r.stdout
+
+
+@needs_xgboost
+def test_tune_of_a_model_without_convolutions_skips_the_layout_search(tuned: dict) -> None:
+    assert "layout: no convolution to lay out" in tuned["result"].stderr
