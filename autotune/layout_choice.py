@@ -18,6 +18,7 @@ tuned in. Records measured on another CPU are not applied: the choice depends on
 from __future__ import annotations
 
 import hashlib
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -123,10 +124,11 @@ def tuned_layout(db_path: str | None, model: Any, threads: int = 1) -> str | Non
         return None
     proto = load_model(model)
     cpu = host_target().get("cpu")
+    with warnings.catch_warnings():  # the schedules' pass reads this database too and warns
+        warnings.simplefilter("ignore")  # about its bad records once
+        found = Database(db_path).records(model_key(proto), LAYOUT_SPACE, threads)
     records = [
-        r
-        for r in Database(db_path).records(model_key(proto), LAYOUT_SPACE, threads)
-        if r.get("target", {}).get("cpu") == cpu and record_cost(r) < float("inf")
+        r for r in found if r.get("target", {}).get("cpu") == cpu and record_cost(r) < float("inf")
     ]
     if not records:
         return None

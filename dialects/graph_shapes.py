@@ -201,7 +201,8 @@ def conv_nchwc(
 ) -> Shape:
     """2-D convolution in the blocked layout: (N, C/bi, H, W, bi) input, (M/bo, C/group/wi, KH,
     KW, wi, bo) weights (wi = bi, or 1 for a depthwise conv), (M) bias, result (N, M/bo, OH, OW,
-    bo). Dense (group 1) and depthwise (group = C = M, wi = 1, bi = bo) convs only."""
+    bo). Depthwise (group = C = M, wi = 1, bi = bo) or any group whose channels are whole
+    blocks."""
     if len(x) != 5 or len(w) != 6:
         raise ShapeError(
             f"conv_nchwc takes a rank-5 input and rank-6 weights, got {list(x)} and {list(w)}"
@@ -209,18 +210,20 @@ def conv_nchwc(
     strides, pads, dilations = window(2, strides, pads, dilations)
     _check_window(w[2:4], strides, pads, dilations)
     channels, out_channels = x[1] * x[4], w[0] * w[5]
-    if group == 1:
-        if w[1] * w[4] != channels or w[4] != x[4]:
-            raise ShapeError(
-                f"weights {list(w)} do not read {x[1]} blocks of {x[4]} input channels"
-            )
-    elif group == channels == out_channels:
+    if group == channels == out_channels and group > 1:
         if w[1] != 1 or w[4] != 1 or w[5] != x[4]:
             raise ShapeError(
                 f"depthwise weights must be (C/b, 1, KH, KW, 1, {x[4]}), got {list(w)}"
             )
-    else:
-        raise ShapeError(f"conv_nchwc supports group 1 or depthwise, got group {group}")
+    elif group < 1 or x[1] % group or w[0] % group:
+        raise ShapeError(
+            f"group {group} must divide the {x[1]} input and {w[0]} output channel blocks"
+        )
+    elif w[1] * w[4] * group != channels or w[4] != x[4]:
+        per = " per group" if group > 1 else ""
+        raise ShapeError(
+            f"weights {list(w)} do not read {x[1] // group} blocks of {x[4]} input channels{per}"
+        )
     if bias is not None and tuple(bias) != (out_channels,):
         raise ShapeError(f"bias must have shape [{out_channels}], got {list(bias)}")
     out = [

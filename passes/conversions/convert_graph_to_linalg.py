@@ -418,19 +418,33 @@ class ConvNchwcLowering(_GraphLowering):
         strides, pads, dils = _window(op, 2)
         out = _out_shape(op)
         x = em.pad(x, [0, 0, *pads[:2], 0], [0, 0, *pads[2:], 0], 0.0)
-        bmap = [dim(1) * out[4] + dim(4)]
-        init = ConvLowering._init(em, bias, out, bmap, elem_of(op.results[0]))
-        if _int(op, "group", 1) == 1:
+        elem = elem_of(op.results[0])
+        group = _int(op, "group", 1)
+        n, cb, hp, wp, bi = shape_of(x)
+        mb, cgb, kh, kw, wi, bo = shape_of(w)
+        if group == 1:
+            init = ConvLowering._init(em, bias, out, [dim(1) * bo + dim(4)], elem)
             # loops: n, ob, oh, ow, o | ib, kh, kw, i
             xmap = [dim(0), dim(5), *_window_exprs(2, 6, strides, dils), dim(8)]
             wmap = [dim(1), dim(5), dim(6), dim(7), dim(8), dim(4)]
             return [em.generic([x, w], [xmap, wmap], init, identity(5), "ppppprrrr", _mac)]
-        # depthwise, loops: n, cb, oh, ow, c | kh, kw
-        xmap = [dim(0), dim(1), *_window_exprs(2, 5, strides, dils), dim(4)]
-        cb, _, kh, kw, _, b = shape_of(w)
-        w = em.reshape(w, (cb, kh, kw, b))
-        wmap = [dim(1), dim(5), dim(6), dim(4)]
-        return [em.generic([x, w], [xmap, wmap], init, identity(5), "ppppprr", _mac)]
+        if group == cb * bi:  # depthwise, loops: n, cb, oh, ow, c | kh, kw
+            init = ConvLowering._init(em, bias, out, [dim(1) * bo + dim(4)], elem)
+            xmap = [dim(0), dim(1), *_window_exprs(2, 5, strides, dils), dim(4)]
+            wmap = [dim(1), dim(5), dim(6), dim(4)]
+            w = em.reshape(w, (mb, kh, kw, bo))
+            return [em.generic([x, w], [xmap, wmap], init, identity(5), "ppppprr", _mac)]
+        # whole blocks per group: NCHW's grouped form, blocked; loops: n, g, obg, oh, ow, o |
+        # ib, kh, kw, i
+        xg = em.reshape(x, (n, group, cb // group, hp, wp, bi))
+        wg = em.reshape(w, (group, mb // group, cgb, kh, kw, wi, bo))
+        outg = (n, group, mb // group, *out[2:])
+        bmap = [dim(1) * (mb // group * bo) + dim(2) * bo + dim(5)]
+        init = ConvLowering._init(em, bias, outg, bmap, elem)
+        xmap = [dim(0), dim(1), dim(6), *_window_exprs(3, 7, strides, dils), dim(9)]
+        wmap = [dim(1), dim(2), dim(6), dim(7), dim(8), dim(9), dim(5)]
+        res = em.generic([xg, wg], [xmap, wmap], init, identity(6), "pppppprrrr", _mac)
+        return [em.reshape(res, out)]
 
 
 # -- matmul / gemm ----------------------------------------------------------------------------------

@@ -243,8 +243,8 @@ func.func @layout_block(%x: tensor<1x12x4x4xf32>) -> tensor<1x1x4x4x16xf32> {
 // -----
 
 func.func @conv_nchwc_group(%x: tensor<1x2x4x4x8xf32>, %w: tensor<2x1x3x3x8x8xf32>) -> tensor<1x2x2x2x8xf32> {
-  // expected-error@+1 {{conv_nchwc supports group 1 or depthwise, got group 2}}
-  %0 = graph.conv_nchwc %x, %w {group = 2 : i64} : (tensor<1x2x4x4x8xf32>, tensor<2x1x3x3x8x8xf32>) -> tensor<1x2x2x2x8xf32>
+  // expected-error@+1 {{group 3 must divide the 2 input and 2 output channel blocks}}
+  %0 = graph.conv_nchwc %x, %w {group = 3 : i64} : (tensor<1x2x4x4x8xf32>, tensor<2x1x3x3x8x8xf32>) -> tensor<1x2x2x2x8xf32>
   func.return %0 : tensor<1x2x2x2x8xf32>
 }
 

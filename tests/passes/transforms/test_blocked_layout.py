@@ -8,12 +8,20 @@ from collections import Counter
 import numpy as np
 import pytest
 from xdsl.builder import Builder
+from xdsl.context import Context
 from xdsl.ir import SSAValue
 
 from compiler.model import compile_model
 from compiler.zoo import random_inputs
 from dialects import graph as g
-from passes.transforms.blocked_layout import BlockedLayoutPass, block_constant, channel_block
+from passes.schedule.cpu_target import cpu_target
+from passes.transforms.blocked_layout import (
+    BlockedLayoutPass,
+    block_constant,
+    block_layout,
+    channel_block,
+    full_width_share,
+)
 from tests.support.graph_build import apply_and_compare, build, op_names
 from tests.support.references import onnxruntime_run
 
@@ -122,6 +130,21 @@ CHAINS = {
         ],
         {"graph.conv_nchwc": 3, "graph.layout_transform": 2, "graph.reduce_mean": 2},
     ),
+    # grouped convs whose groups hold whole blocks (ResNeXt's, ShuffleNet-v1's): 16 channels
+    # per group in, 16 and 32 out
+    "grouped": (
+        [(1, 16, 8, 8)],
+        lambda b, a: [
+            conv(
+                b,
+                b.insert(g.ReluOp(conv(b, conv(b, a[0], 32, 1), 32, 3, group=2))).result,
+                64,
+                1,
+                group=2,
+            )
+        ],
+        {"graph.conv_nchwc": 3, "graph.layout_transform": 2},
+    ),
     # pools (ceil mode, padding, count_include_pad) and a channel concat between convs
     "pools+concat": (
         [(1, 8, 10, 10)],
@@ -175,10 +198,11 @@ def test_blocked_model_matches_nchw(case: str, block: int) -> None:
 
 
 def test_unblockable_convs_stay_nchw() -> None:
-    """A grouped (not depthwise) conv, 58 channels (no block of 4 or more) and run-time weights."""
+    """A grouped conv with 3 output channels per group, 58 channels (no block of 4 or more)
+    and run-time weights."""
 
     def fn(b: Builder, a: list[SSAValue]) -> list[SSAValue]:
-        grouped = conv(b, a[0], 16, 3, group=2)
+        grouped = conv(b, a[0], 12, 3, group=4)
         odd = conv(b, a[0], 58, 1)
         runtime = b.insert(g.ConvOp(a[0], b.insert(g.ReluOp(a[1])).result, None)).result
         return [grouped, odd, runtime]
@@ -232,3 +256,32 @@ def test_mobile_block_model_matches_onnxruntime() -> None:
     compiled = compile_model(model)
     (ref,) = onnxruntime_run(model, feeds)
     np.testing.assert_allclose(compiled.run(feeds)["y"], ref, rtol=1e-4, atol=1e-4)
+
+
+def test_default_blocks_only_where_whole_vectors_do_most_of_the_work() -> None:
+    """With no block given, a model whose convs would mostly run in blocks narrower than the
+    CPU's vector (RegNet's 104 channels: 8 of 16 lanes) stays NCHW; one in whole vectors is
+    blocked. Channel counts are derived from this CPU's width."""
+    w = cpu_target().width
+    narrow = (w // 2) * 3  # its block is half a vector
+
+    def net(channels: int):
+        return build(
+            [(1, 3, 12, 12)],
+            lambda b, a: [conv(b, conv(b, conv(b, a[0], channels, 3), channels, 3), channels, 1)],
+        )
+
+    m = net(narrow)
+    BlockedLayoutPass().apply(Context(), m)
+    assert "graph.conv_nchwc" not in counts(m) and counts(m)["graph.conv"] == 3
+    m = net(2 * w)
+    BlockedLayoutPass().apply(Context(), m)
+    assert counts(m)["graph.conv_nchwc"] == 3
+
+
+def test_full_width_share() -> None:
+    w = 16
+    m = build([(1, 16, 6, 6)], lambda b, a: [conv(b, conv(b, a[0], 16, 3), 24, 3)])
+    block_layout(m, w)
+    # 16 -> 16 (whole vectors) and 16 -> 24 (8c out): 16 * 16 vs 24 * 16 multiply-adds per pixel
+    assert full_width_share(m, w) == pytest.approx(256 / (256 + 384))
