@@ -47,6 +47,13 @@ class CpuTarget:
     fma_in_flight: int = 8
     """Independent FMAs that keep the FMA units busy: units x latency (2 x 4 cycles on Zen 4,
     Zen 5 and Intel cores since Skylake; Haswell's 2 x 5 is within a row of it)."""
+    fma_units: int = 2
+    """Vector FMAs issued per cycle (2 on every x86 core above)."""
+
+    @property
+    def macs_per_cycle(self) -> int:
+        """f32 multiply-adds per cycle at the FMA peak."""
+        return self.width * self.fma_units
 
     @property
     def default_accumulators(self) -> int:

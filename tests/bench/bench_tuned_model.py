@@ -4,8 +4,8 @@ Run: python tests/bench/bench_tuned_model.py MODEL --db tune.jsonl [--threads 1]
      [--json]
 
 Three engines timed in the same run, in alternating rounds: ziggurat with the default schedules,
-ziggurat with the best records of `--db` (from `ziggurat tune MODEL --db ...`; kernels without a
-record keep their default), and onnxruntime, all on `--threads` threads. Outputs are checked
+ziggurat with the best records of `--db` (from `ziggurat tune MODEL --db ...`: the layout it
+chose and the kernels' schedules; kernels without a record keep their default), and onnxruntime, all on `--threads` threads. Outputs are checked
 against onnxruntime.
 """
 
@@ -22,6 +22,7 @@ bench_env.prepare()
 import numpy as np  # noqa: E402
 
 from autotune.apply_pass import tuned_schedules  # noqa: E402
+from autotune.layout_choice import tuned_layout  # noqa: E402
 from compiler import zoo  # noqa: E402
 from compiler.benchmark import ort_session, time_interleaved  # noqa: E402
 from compiler.frontend.onnx import load_model  # noqa: E402
@@ -42,8 +43,10 @@ def main(argv: list[str] | None = None) -> int:
     ref = sess.run(None, feeds)
     engines = {"onnxruntime": lambda: sess.run(None, feeds)}
     errors = []
-    for name, schedules in (("default", []), ("tuned", tuned_schedules(args.db, args.threads))):
-        compiled = compile_model(proto, schedules=schedules, threads=args.threads)
+    layout = tuned_layout(args.db, proto, args.threads) or "auto"
+    tuned = tuned_schedules(args.db, args.threads)
+    for name, schedules, lay in (("default", [], "auto"), ("tuned", tuned, layout)):
+        compiled = compile_model(proto, schedules=schedules, threads=args.threads, layout=lay)
         got = compiled.run(feeds)
         errors += [float(np.max(np.abs(g - r))) for g, r in zip(got.values(), ref, strict=True)]
         engines[name] = compiled.runner(feeds)
@@ -52,6 +55,7 @@ def main(argv: list[str] | None = None) -> int:
         "model": proto.graph.name or args.model,
         "threads": args.threads,
         "db": args.db,
+        "layout": {"default": "auto", "tuned": layout},
         "ms": {k: round(v * 1e3, 3) for k, v in best.items()},
         "tuned_speedup": round(best["default"] / best["tuned"], 3),
         "default_ratio": round(best["default"] / best["onnxruntime"], 3),
@@ -62,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         print(json.dumps(result))
     else:
-        print(f"cpu: {result['cpu']}")
+        print(f"cpu: {result['cpu']}; tuned layout: {layout}")
         for name, ms in result["ms"].items():
             print(f"{name:<12}{ms:9.3f} ms")
         print(f"tuned / default: {result['tuned_speedup']:.3f}x faster; vs onnxruntime: default "

@@ -162,3 +162,17 @@ def test_llvm_level_output_accepted_by_mlir_opt(tmp_path: Path) -> None:
     proc = subprocess.run([MLIR_OPT, str(path)], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert "llvm.func @matmul" in proc.stdout
+
+
+def test_layout_passes_stand_for_blocked_layout() -> None:
+    from compiler.model import level_passes
+    from compiler.pipelines import layout_passes
+
+    assert layout_passes("auto") == ["blocked-layout"]
+    assert layout_passes("NCHW") == []
+    assert layout_passes("NCHW8c") == ["blocked-layout{block=8}"]
+    with pytest.raises(PipelineError, match="unknown layout 'NHWC'"):
+        layout_passes("NHWC")
+    graph = level_passes("graph", layout="NCHW16c")
+    assert graph[graph.index("fuse-ops") - 1] == "blocked-layout{block=16}"
+    assert "blocked-layout" not in level_passes("graph", layout="NCHW")

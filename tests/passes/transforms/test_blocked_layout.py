@@ -21,6 +21,7 @@ from passes.transforms.blocked_layout import (
     block_layout,
     channel_block,
     full_width_share,
+    transform_cost_share,
 )
 from tests.support.graph_build import apply_and_compare, build, op_names
 from tests.support.references import onnxruntime_run
@@ -277,6 +278,18 @@ def test_default_blocks_only_where_whole_vectors_do_most_of_the_work() -> None:
     m = net(2 * w)
     BlockedLayoutPass().apply(Context(), m)
     assert counts(m)["graph.conv_nchwc"] == 3
+    # a lone depthwise conv: entering and leaving the layout costs more than its 9 MACs/pixel
+    lone = build([(1, 2 * w, 8, 8)], lambda b, a: [conv(b, a[0], 2 * w, 3, group=2 * w)])
+    BlockedLayoutPass().apply(Context(), lone)
+    assert counts(lone)["graph.conv"] == 1 and "graph.layout_transform" not in counts(lone)
+
+
+def test_transform_cost_share() -> None:
+    cpu = cpu_target("znver5")  # 16 lanes x 2 FMA units
+    m = build([(1, 16, 6, 6)], lambda b, a: [conv(b, a[0], 16, 3, group=16)])
+    block_layout(m, 16)
+    # two transforms of 576 elements against 576 x 9 multiply-adds
+    assert transform_cost_share(m, cpu) == pytest.approx(2 * 576 * 32 / (576 * 9))
 
 
 def test_full_width_share() -> None:
