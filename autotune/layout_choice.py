@@ -33,6 +33,7 @@ from compiler.benchmark import time_interleaved
 from compiler.frontend.onnx import load_model
 from compiler.model import compile_model, import_model, lower
 from compiler.pipelines import layout_passes
+from dialects.graph_shapes import layout_block, layout_name
 from passes.schedule.cpu_target import cpu_target
 from passes.transforms.blocked_layout import MIN_BLOCK
 
@@ -43,13 +44,6 @@ LAYOUT_SPACE = "layout-v1"
 def model_key(model: onnx.ModelProto) -> str:
     """The layout records' workload key of a model: its serialized form, hashed."""
     return "layout:" + hashlib.sha256(model.SerializeToString()).hexdigest()
-
-
-def layout_block(layout: str, width: int) -> int:
-    """The block of a layout name (0 for NCHW), `auto` resolved to the vector width."""
-    if layout == "auto":
-        return width
-    return 0 if layout == "NCHW" else int(layout[4:-1])
 
 
 def candidate_layouts(width: int | None = None) -> list[str]:
@@ -106,7 +100,7 @@ def choose_layout(
             task_name=f"layout of {proto.graph.name or 'model'}",
             target=host_target(),
             space_hash=LAYOUT_SPACE,
-            config={"block": layout_block(c, width)},
+            config={"block": width if c == "auto" else layout_block(c)},
             passes=layout_passes(c),
             costs=[t],
             error_kind=None,
@@ -133,7 +127,7 @@ def tuned_layout(db_path: str | None, model: Any, threads: int = 1) -> str | Non
     if not records:
         return None
     block = min(records, key=record_cost)["config"].get("block")
-    return "NCHW" if block == 0 else f"NCHW{block}c" if isinstance(block, int) else None
+    return layout_name(block) if isinstance(block, int) else None
 
 
 def timing_table(timings: list[LayoutTiming]) -> str:

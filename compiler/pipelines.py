@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from xdsl.utils.arg_spec import ArgSpec, parse_pipeline
 
+from dialects.graph_shapes import layout_block
+
 IMPORTED = "imported"
 """The level of a freshly imported model: graph ops, before the graph-level optimizations."""
 
@@ -63,7 +65,7 @@ def layout_passes(layout: str) -> list[str]:
         raise PipelineError(f"unknown layout '{layout}' (layouts: {', '.join(LAYOUTS)})")
     if layout == "NCHW":
         return []
-    return [LAYOUT_PASS if layout == "auto" else f"{LAYOUT_PASS}{{block={layout[4:-1]}}}"]
+    return [LAYOUT_PASS if layout == "auto" else f"{LAYOUT_PASS}{{block={layout_block(layout)}}}"]
 
 
 GPU_LEVEL = "gpu"

@@ -898,21 +898,26 @@ class ExpandOp(UnaryOp):
 # ----------------------------------------------------------------------------- linear algebra
 
 
-@irdl_op_definition
-class ConvOp(WindowOp):
-    """N-D convolution: (N, C, D1..Dr) input, (M, C/group, k1..kr) weights, pads (begins...,
-    ends...)."""
+class ConvBase(WindowOp):
+    """Operands, group and assembly of the convolutions (NCHW and blocked)."""
 
-    name = "graph.conv"
     ELEMENTS: ClassVar[tuple[Attribute, ...]] = NUMERIC  # integers: ConvInteger, QLinearConv
     x = operand_def(AnyTensor)
     w = operand_def(AnyTensor)
     bias = opt_operand_def(AnyTensor)
     result = result_def(AnyTensor)
     group = prop_def(I64Attr, default_value=i64_attr(1))
-    traits = traits_def(Pure(), FusionPattern(PatternKind.OUT_FUSABLE))
 
     assembly_format = "$x `,` $w (`,` $bias^)? attr-dict `:` functional-type(operands, results)"
+
+
+@irdl_op_definition
+class ConvOp(ConvBase):
+    """N-D convolution: (N, C, D1..Dr) input, (M, C/group, k1..kr) weights, pads (begins...,
+    ends...)."""
+
+    name = "graph.conv"
+    traits = traits_def(Pure(), FusionPattern(PatternKind.OUT_FUSABLE))
 
     @classmethod
     def infer_shape(cls, shapes: list[Any], p: dict[str, Any]) -> Shape:
@@ -921,23 +926,15 @@ class ConvOp(WindowOp):
 
 
 @irdl_op_definition
-class ConvNchwcOp(WindowOp):
+class ConvNchwcOp(ConvBase):
     """2-D convolution in the blocked layout NCHW[b]c (AutoTVM's conv2d_NCHWc): (N, C/bi, H, W,
     bi) input, (M/bo, C/wi, KH, KW, wi, bo) weights, result (N, M/bo, OH, OW, bo). A block of
     channels is the innermost, unit-stride dim of input, weights and result, so the output
-    channels fill vector lanes whatever the image width. Made by `blocked-layout`; dense and
-    depthwise (group = C, wi = 1) only."""
+    channels fill vector lanes whatever the image width. Made by `blocked-layout`: dense,
+    depthwise (group = C, wi = 1) and grouped with whole blocks per group."""
 
     name = "graph.conv_nchwc"
-    ELEMENTS: ClassVar[tuple[Attribute, ...]] = NUMERIC
-    x = operand_def(AnyTensor)
-    w = operand_def(AnyTensor)
-    bias = opt_operand_def(AnyTensor)
-    result = result_def(AnyTensor)
-    group = prop_def(I64Attr, default_value=i64_attr(1))
     traits = traits_def(Pure(), FusionPattern(PatternKind.OUT_FUSABLE))
-
-    assembly_format = "$x `,` $w (`,` $bias^)? attr-dict `:` functional-type(operands, results)"
 
     def __init__(self, *operands: ValueLike | Sequence[ValueLike] | None, **props: object):
         # two spatial dims whatever the rank (WindowOp's defaults would count the block as one)

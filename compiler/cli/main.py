@@ -175,8 +175,7 @@ def _emit_gpu(args: argparse.Namespace, shapes: dict[str, list[int]], optimize: 
         raise UsageError(
             f"--target {args.target} compiles for a GPU: --emit one of {', '.join(GPU_EMITS)}"
         )
-    if args.layout not in (None, "auto", "NCHW"):
-        raise UsageError(f"--layout {args.layout} is for the CPU; GPU kernels read NCHW")
+    _gpu_layout(args.layout)
     api = args.emit if args.emit != GPU_LEVEL else ("opencl" if args.target == "opencl" else "cuda")
     if api == "opencl" and args.target == "cuda" or api == "cuda" and args.target == "opencl":
         raise UsageError(f"--emit {args.emit} does not fit --target {args.target}")
@@ -462,9 +461,7 @@ def _tuning_layout(args: argparse.Namespace, model: Any, gpu: bool) -> str:
     """The layout `tune` tunes the kernels in: --layout, or (search) the fastest candidate
     timed on the whole model with the database's schedules, its timings recorded in --db."""
     if gpu:
-        if args.layout not in ("search", "auto", "NCHW"):
-            raise UsageError(f"--layout {args.layout} is for the CPU; GPU kernels read NCHW")
-        return "NCHW"
+        return _gpu_layout(args.layout)
     if args.layout != "search":
         return args.layout
     from autotune.layout_choice import choose_layout, has_blocked_convs, timing_table
@@ -500,13 +497,18 @@ def _schedules(db: str | None, threads: int, target: str = "cpu") -> list[Module
     return tuned_schedules(db, target=target, preset=preset_for(target))
 
 
+def _gpu_layout(layout: str | None) -> str:
+    """A GPU's layout, NCHW: a --layout that asks for a blocked one is a usage error."""
+    if layout not in (None, "search", "auto", "NCHW"):
+        raise UsageError(f"--layout {layout} is for the CPU; GPU kernels read NCHW")
+    return "NCHW"
+
+
 def _layout(args: argparse.Namespace, model: Any) -> str:
     """The convolutions' layout: --layout, else the one `ziggurat tune` chose and recorded in
     --db for this model on this CPU at --threads, else the default (auto); a GPU's: NCHW."""
     if getattr(args, "target", "cpu") != "cpu":
-        if args.layout not in (None, "auto", "NCHW"):
-            raise UsageError(f"--layout {args.layout} is for the CPU; GPU kernels read NCHW")
-        return "NCHW"
+        return _gpu_layout(args.layout)
     if args.layout:
         return args.layout
     if args.db:

@@ -123,8 +123,8 @@ def _register_tile(
     nvec: int,
     budget: int,
     in_flight: int,
-    slab: int = 0,
-    width: int = 16,
+    slab: int,
+    width: int,
 ) -> dict[int, int]:
     """The register tile's rows beside the vector loop: the parallel loop that leaves the fewest
     loads per accumulator at each reduction step (innermost first on ties); where that still
@@ -166,7 +166,7 @@ def _register_tile(
     def fitting(tiles: list[dict[int, int]]) -> list[dict[int, int]]:
         """The tiles whose streamed slab stays in the L2 share (`slab` elements), if any: a
         tile that streams more re-reads it from L3 at every register tile."""
-        fit = [t for t in tiles if not slab or streamed(t) <= slab]
+        fit = [t for t in tiles if streamed(t) <= slab]
         return fit or tiles
 
     if not others:

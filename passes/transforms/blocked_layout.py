@@ -54,10 +54,6 @@ def channel_block(channels: int, width: int) -> int:
     return channels if channels < width else 0
 
 
-def _is_depthwise(c: int, m: int, group: int) -> bool:
-    return group == c == m
-
-
 def _shape(v: SSAValue) -> tuple[int, ...]:
     return tuple(v.type.get_shape())  # type: ignore[attr-defined]
 
@@ -122,7 +118,7 @@ class ConvToNchwc(RewritePattern):
             return
         c, m, group = xs[1], ws[0], prop(op, "group")
         bi, bo = self.block(c), self.block(m)
-        depthwise = group > 1 and _is_depthwise(c, m, group)
+        depthwise = group > 1 and group == c == m
         if not bi or not bo or not depthwise and ((c // group) % bi or (m // group) % bo):
             return
         w = g.constant_value(op.w.owner)
@@ -224,6 +220,9 @@ _IMAGE_REDUCTIONS: dict[type[Operation], type[g.ReduceOp]] = {
 }
 
 
+_WINDOW = ("kernel", "strides", "pads", "dilations")
+
+
 class SinkThroughPool(RewritePattern):
     """{max,avg}_pool(to-NCHW(x)) -> to-NCHW(pool(x)): the same op over the blocked tensor's
     (H, W, b) with a window of 1 along b (pools are N-D in the graph dialect)."""
@@ -248,9 +247,6 @@ class SinkThroughPool(RewritePattern):
         )
         back = _back(_named(inner, op.result), src[1], op.result)
         rewriter.replace_op(op, [inner, back], [back.results[0]])
-
-
-_WINDOW = ("kernel", "strides", "pads", "dilations")
 
 
 class SinkThroughConcat(RewritePattern):
@@ -371,5 +367,6 @@ class BlockedLayoutPass(ModulePass):
         if (
             full_width_share(trial, cpu.width) >= MIN_FULL_SHARE
             and transform_cost_share(trial, cpu) <= MAX_TRANSFORM_SHARE
-        ):
-            block_layout(op, cpu.width)
+        ):  # keep the rewritten body rather than rewriting the module a second time
+            op.body.detach_block(op.body.block)
+            op.body.add_block(trial.body.detach_block(trial.body.block))
