@@ -25,6 +25,7 @@ LEVELS: dict[str, tuple[str, ...]] = {
         "transpose-weights",
         "simplify",
         "blocked-layout",
+        "winograd",
         "fuse-ops",
     ),
     "tensor": ("convert-graph-to-linalg",),

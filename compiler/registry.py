@@ -47,6 +47,7 @@ PASSES: dict[str, str] = {
     "transpose-weights": "passes.transforms.transpose_weights:TransposeWeightsPass",
     "simplify": "passes.transforms.simplify:SimplifyPass",
     "blocked-layout": "passes.transforms.blocked_layout:BlockedLayoutPass",
+    "winograd": "passes.transforms.winograd:WinogradPass",
     "fuse-ops": "passes.transforms.fuse_ops:FuseOpsPass",
     # same-level transforms
     "bufferize": "passes.transforms.bufferize:BufferizePass",

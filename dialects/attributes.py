@@ -28,3 +28,6 @@ AUTOTUNE_STATS_ATTR = "ziggurat.autotune"
 """On the module: how many kernels the `autotune` pass scheduled from records."""
 GPU_TARGET_ATTR = "ziggurat.gpu_target"
 """On a gpu-level module: the GPU target preset its kernels were scheduled for."""
+WINOGRAD_ATTR = "ziggurat.winograd"
+"""On the generics lowered from graph.winograd_input / winograd_output: "input" or "output",
+so a profile or a tuning log names them (they are small matrix products otherwise)."""

@@ -966,6 +966,49 @@ class LayoutTransformOp(UnaryOp):
 
 
 @irdl_op_definition
+class WinogradInputOp(GraphOp):
+    """The input half of a Winograd F(tile x tile, 3x3) conv (dialects/winograd.py): the blocked
+    image's padded (tile+2)^2 tiles, each moved to the transform space (BT d B), as the
+    ((tile+2)^2, tiles, channels) left operand of one matmul per transform point. Made by
+    `winograd` from a stride-1 3x3 `graph.conv_nchwc`."""
+
+    name = "graph.winograd_input"
+    x = operand_def(AnyTensor)
+    result = result_def(AnyTensor)
+    tile = prop_def(I64Attr)
+    pads = prop_def(I64Array)
+    traits = traits_def(Pure(), FusionPattern(PatternKind.OUT_FUSABLE))
+
+    assembly_format = "$x attr-dict `:` functional-type(operands, results)"
+
+    @classmethod
+    def infer_shape(cls, shapes: list[Any], p: dict[str, Any]) -> Shape:
+        return S.winograd_input(shapes[0], p["tile"], p["pads"])
+
+
+@irdl_op_definition
+class WinogradOutputOp(GraphOp):
+    """The output half of a Winograd F(tile x tile, 3x3) conv: the per-point matmul products
+    ((tile+2)^2, tiles, K) moved back (AT m A) into the blocked (N, K/block, H, W, block) image,
+    plus the bias; what follows the conv (activation, residual add) fuses into it."""
+
+    name = "graph.winograd_output"
+    m = operand_def(AnyTensor)
+    bias = opt_operand_def(AnyTensor)
+    result = result_def(AnyTensor)
+    tile = prop_def(I64Attr)
+    image = prop_def(I64Array)
+    block = prop_def(I64Attr)
+    traits = traits_def(Pure(), FusionPattern(PatternKind.OUT_FUSABLE))
+
+    assembly_format = "$m (`,` $bias^)? attr-dict `:` functional-type(operands, results)"
+
+    @classmethod
+    def infer_shape(cls, shapes: list[Any], p: dict[str, Any]) -> Shape:
+        return S.winograd_output(shapes[0], shapes[1], p["tile"], p["image"], p["block"])
+
+
+@irdl_op_definition
 class MatmulOp(GraphOp):
     """numpy.matmul: 1-D operands and batch broadcasting."""
 
@@ -1496,7 +1539,7 @@ GRAPH_OPS: list[type[Operation]] = [
     FloorOp, CeilOp, RoundOp, SinOp, CosOp,
     SqrtOp, ExpOp, LogOp, NegOp, AbsOp, ReciprocalOp, ReluOp, SigmoidOp, TanhOp, ErfOp,
     HardSwishOp, LeakyReluOp, HardSigmoidOp, ClipOp, GeluOp,
-    ConvOp, ConvNchwcOp, LayoutTransformOp, MatmulOp, GemmOp, SoftmaxOp, LogSoftmaxOp, LayerNormOp, BatchNormOp,
+    ConvOp, ConvNchwcOp, LayoutTransformOp, WinogradInputOp, WinogradOutputOp, MatmulOp, GemmOp, SoftmaxOp, LogSoftmaxOp, LayerNormOp, BatchNormOp,
     MaxPoolOp, AvgPoolOp, GlobalAvgPoolOp, GlobalMaxPoolOp,
     ReshapeOp, FlattenOp, SqueezeOp, UnsqueezeOp, TransposeOp, ConcatOp, SplitOp, SliceOp,
     GatherOp, PadOp, ReduceMeanOp, ReduceSumOp, ReduceProdOp, ReduceMaxOp, ShapeOp,

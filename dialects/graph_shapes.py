@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from math import prod
 
+from dialects.winograd import TILES
+
 Shape = tuple[int, ...]
 
 
@@ -231,6 +233,51 @@ def conv_nchwc(
         for i in range(2)
     ]
     return (x[0], w[0], *out, w[5])
+
+
+def winograd_input(x: Shape, tile: int, pads: Sequence[int]) -> Shape:
+    """`graph.winograd_input`: a blocked image (N, C/b, H, W, b), padded by `pads` (top, left,
+    bottom, right), cut into the (tile+2)^2 input tiles of a 3x3 stride-1 conv with tile x tile
+    output tiles and moved to the transform space: ((tile+2)^2, N*TH*TW, C), TH x TW tiles per
+    image. The conv's output size must be a whole number of tiles."""
+    if len(x) != 5:
+        raise ShapeError(f"winograd_input takes a blocked rank-5 image, got {list(x)}")
+    if tile not in TILES:
+        raise ShapeError(f"winograd tile must be one of {list(TILES)}, got {tile}")
+    _expect_len("pads", pads, 4)
+    if any(p < 0 for p in pads):
+        raise ShapeError(f"pads must be >= 0, got {list(pads)}")
+    out = (x[2] + pads[0] + pads[2] - 2, x[3] + pads[1] + pads[3] - 2)
+    if min(out) < 1 or out[0] % tile or out[1] % tile:
+        raise ShapeError(
+            f"the 3x3 conv's output {list(out)} is not a whole number of {tile}x{tile} tiles"
+        )
+    a = tile + 2
+    return (a * a, x[0] * (out[0] // tile) * (out[1] // tile), x[1] * x[4])
+
+
+def winograd_output(
+    m: Shape, bias: Shape | None, tile: int, image: Sequence[int], block: int
+) -> Shape:
+    """`graph.winograd_output`: products in the transform space ((tile+2)^2, N*TH*TW, K) back
+    to the blocked image (N, K/block, H, W, block) with H x W = `image`, plus the (K) bias."""
+    if len(m) != 3:
+        raise ShapeError(f"winograd_output takes a rank-3 operand, got {list(m)}")
+    if tile not in TILES:
+        raise ShapeError(f"winograd tile must be one of {list(TILES)}, got {tile}")
+    _expect_len("image", image, 2)
+    if m[0] != (tile + 2) ** 2:
+        raise ShapeError(f"{tile}x{tile} tiles need {(tile + 2) ** 2} transform points, got {m[0]}")
+    if min(image) < 1 or image[0] % tile or image[1] % tile:
+        raise ShapeError(f"image {list(image)} is not a whole number of {tile}x{tile} tiles")
+    tiles = (image[0] // tile) * (image[1] // tile)
+    if m[1] % tiles:
+        raise ShapeError(f"{m[1]} tiles are not whole images of {tiles} tiles")
+    if block < 1 or m[2] % block:
+        raise ShapeError(f"block {block} must divide the {m[2]} channels")
+    if bias is not None and tuple(bias) != (m[2],):
+        raise ShapeError(f"bias must have shape [{m[2]}], got {list(bias)}")
+    return (m[1] // tiles, m[2] // block, image[0], image[1], block)
 
 
 def pool_out_dim(

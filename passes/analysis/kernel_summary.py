@@ -9,8 +9,10 @@ from __future__ import annotations
 import math
 
 from xdsl.dialects import func
+from xdsl.dialects.builtin import StringAttr
 from xdsl.dialects.linalg import ops as linalg
 
+from dialects.attributes import WINOGRAD_ATTR
 from passes.analysis.kernel_access import KernelInfo, analyze_kernel
 
 
@@ -52,6 +54,10 @@ def describe_kernel(info: KernelInfo) -> str:
     reds = info.reduction_loops
     if not reds:
         return f"elementwise {out_shape}"
+    half = info.op.attributes.get(WINOGRAD_ATTR)
+    if isinstance(half, StringAttr):  # a pass of a Winograd transform: its tile's points
+        points = info.extents[reds[0]]
+        return f"winograd-{'in' if half.data == 'input' else 'out'} {out_shape} a{points}"
     if len(reds) >= 2 and ("arith.maximumf" in body or "arith.minimumf" in body):
         # a blocked pool's window has a size-1 dim for the block
         window = "x".join(str(info.extents[d]) for d in reds if info.extents[d] > 1)

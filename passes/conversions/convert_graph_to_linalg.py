@@ -29,6 +29,7 @@ from xdsl.dialects.builtin import (
     ModuleOp,
     StringAttr,
 )
+from xdsl.dialects.linalg.ops import GenericOp
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.ir.affine import AffineExpr
 from xdsl.passes import ModulePass
@@ -41,7 +42,9 @@ from xdsl.pattern_rewriter import (
 from xdsl.transforms.dead_code_elimination import region_dce
 from xdsl.utils.exceptions import DiagnosticException
 
+from dialects.attributes import WINOGRAD_ATTR
 from dialects.graph_shapes import layout_block
+from dialects.winograd import matrices as winograd_matrices
 from passes.conversions.convert_graph_to_linalg_builder import (
     NEG_INF,
     Body,
@@ -447,6 +450,77 @@ class ConvNchwcLowering(_GraphLowering):
         return [em.reshape(res, out)]
 
 
+class WinogradLowering(_GraphLowering):
+    """graph.winograd_input / graph.winograd_output -> two separable generics each (a row pass
+    and a column pass of the small transform matrices, 2 * (m+2) multiplications per point
+    instead of (m+2)^2), on (points, points, N, TH, TW, blocks, b) tensors whose loops run
+    tile-major (the matrices' indices innermost) and whose block is the vector lane."""
+
+    ops = ("graph.winograd_input", "graph.winograd_output")
+
+    def lower(self, op: Operation, em: Emitter) -> Sequence[SSAValue]:
+        m = _int(op, "tile")
+        bt, _, at = winograd_matrices(m)
+        half = "input" if op.name == "graph.winograd_input" else "output"
+        if half == "input":
+            result = self._input(op, em, m, em.dense(bt.astype(np.float32)))
+        else:
+            result = self._output(op, em, m, em.dense(at.astype(np.float32)))
+        for o in em.ops:
+            if isinstance(o, GenericOp) and "reduction" in str(o.iterator_types):  # the passes
+                o.attributes[WINOGRAD_ATTR] = StringAttr(half)
+        return [result]
+
+    @staticmethod
+    def _input(op: Operation, em: Emitter, m: int, bt: SSAValue) -> SSAValue:
+        pads = _ints(op, "pads")
+        x = em.pad(op.operands[0], [0, 0, pads[0], pads[1], 0], [0, 0, pads[2], pads[3], 0], 0.0)
+        n, cb, hp, wp, b = shape_of(x)
+        a = m + 2
+        th, tw = (hp - 2) // m, (wp - 2) // m
+        elem = elem_of(op.results[0])
+        shape = (a, a, n, th, tw, cb, b)
+        # rows: t[i, j] = sum_k BT[i, k] x[m*ty + k, m*tx + j]; loops n, ty, tx, cb, i, j, c | k
+        out = [dim(4), dim(5), dim(0), dim(1), dim(2), dim(3), dim(6)]
+        xmap = [dim(0), dim(3), dim(1) * m + dim(7), dim(2) * m + dim(5), dim(6)]
+        rows = em.generic(
+            [x, bt], [xmap, [dim(4), dim(7)]], em.fill(0.0, shape, elem), out, "pppppppr", _mac
+        )
+        # columns: v[i, j] = sum_k t[i, k] BT[j, k]; same loops
+        tmap = [dim(4), dim(7), dim(0), dim(1), dim(2), dim(3), dim(6)]
+        v = em.generic(
+            [rows, bt], [tmap, [dim(5), dim(7)]], em.fill(0.0, shape, elem), out, "pppppppr", _mac
+        )
+        return em.reshape(v, _out_shape(op))
+
+    @staticmethod
+    def _output(op: Operation, em: Emitter, m: int, at: SSAValue) -> SSAValue:
+        bias = op.operands[1] if len(op.operands) > 1 else None
+        out = _out_shape(op)
+        n, kb, h, w, b = out
+        a = m + 2
+        th, tw = h // m, w // m
+        elem = elem_of(op.results[0])
+        prods = em.reshape(op.operands[0], (a, a, n, th, tw, kb, b))
+        # rows: s[p, j] = sum_i AT[p, i] prods[i, j]; loops n, ty, tx, kb, p, j, c | i
+        smap = [dim(4), dim(5), dim(0), dim(1), dim(2), dim(3), dim(6)]
+        pmap = [dim(7), dim(5), dim(0), dim(1), dim(2), dim(3), dim(6)]
+        rows = em.generic(
+            [prods, at],
+            [pmap, [dim(4), dim(7)]],
+            em.fill(0.0, (m, a, n, th, tw, kb, b), elem),
+            smap,
+            "pppppppr",
+            _mac,
+        )
+        # columns into the image: y[m*ty + p, m*tx + q] = bias + sum_j s[p, j] AT[q, j];
+        # loops n, kb, ty, p, tx, q, c | j
+        init = ConvLowering._init(em, bias, out, [dim(1) * b + dim(4)], elem)
+        ymap = [dim(0), dim(1), dim(2) * m + dim(3), dim(4) * m + dim(5), dim(6)]
+        smap = [dim(3), dim(7), dim(0), dim(2), dim(4), dim(1), dim(6)]
+        return em.generic([rows, at], [smap, [dim(5), dim(7)]], init, ymap, "pppppppr", _mac)
+
+
 # -- matmul / gemm ----------------------------------------------------------------------------------
 
 
@@ -803,6 +877,7 @@ PATTERNS: tuple[type[_GraphLowering], ...] = (
     ForwardLowering,
     ConvLowering,
     ConvNchwcLowering,
+    WinogradLowering,
     MatmulLowering,
     NormalizationLowering,
     ReductionLowering,

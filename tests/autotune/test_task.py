@@ -38,7 +38,9 @@ def test_resnet18_identical_convs_collapse() -> None:
     tasks = tasks_of("resnet18")
     keys = [t.workload_key for t in tasks]
     assert len(set(keys)) == len(keys)
+    # the 3x3 convs of a stage share kernels: the direct ones and the Winograd products
     assert any(t.weight > 1 and t.name.startswith("conv") for t in tasks)
+    assert any(t.weight > 1 and t.name.startswith("matmul 36x16x64 k64") for t in tasks)
     # every call of @main to a kernel with a linalg.generic is accounted for (a kernel of
     # fills only, the border of a padded input, is no task)
     module = buffer_module(zoo.resnet18(size=64, classes=10))
@@ -51,12 +53,15 @@ def test_resnet18_identical_convs_collapse() -> None:
 
 
 def test_known_flops_and_names() -> None:
-    # resnet18(size=64): stage-1 3x3 conv 64->64 on 16x16 (after the stem and max-pool), in
-    # the blocked layout (64 channels in blocks of the CPU's vector width)
+    # resnet18(size=64), in the blocked layout (channels in blocks of the CPU's vector width):
+    # stage 2's first conv 64->128, 3x3 stride 2 on 16x16; stage 1's 3x3 convs 64->64 on
+    # 16x16 are Winograd F(4x4): 16 tiles, one 16x64 @ 64x64 product per each of 36 points
     tasks = tasks_of("resnet18")
     b = cpu_target().width
-    conv = next(t for t in tasks if t.name.startswith(f"conv 1x{64 // b}x16x16x{b} k3x3"))
-    assert conv.flops == 2 * 64 * 16 * 16 * 64 * 3 * 3
+    conv = next(t for t in tasks if t.name.startswith(f"conv 1x{128 // b}x8x8x{b} k3x3"))
+    assert conv.flops == 2 * 128 * 8 * 8 * 64 * 3 * 3
+    wino = next(t for t in tasks if t.name.startswith("matmul 36x16x64 k64"))
+    assert wino.flops == 2 * 36 * 16 * 64 * 64
     stem = next(t for t in tasks if t.name.startswith(f"conv 1x{64 // b}x32x32x{b} k7x7"))
     assert stem.flops == 2 * 64 * 32 * 32 * 3 * 7 * 7
     mlp = tasks_of("mlp")

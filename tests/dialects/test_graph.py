@@ -57,7 +57,7 @@ def shape_of(op) -> tuple[int, ...]:
 
 def test_every_op_has_pattern_kind_and_is_registered():
     names = {op.name for op in g.Graph.operations}
-    assert len(names) == len(g.GRAPH_OPS) == 75
+    assert len(names) == len(g.GRAPH_OPS) == 77
     for op in g.GRAPH_OPS:
         assert isinstance(g.pattern_kind(op), g.PatternKind), op.name
     assert g.pattern_kind(g.ConvOp) is g.PatternKind.OUT_FUSABLE
@@ -66,6 +66,8 @@ def test_every_op_has_pattern_kind_and_is_registered():
     assert g.pattern_kind(g.ReshapeOp) is g.PatternKind.INJECTIVE
     assert g.pattern_kind(g.ConvNchwcOp) is g.PatternKind.OUT_FUSABLE
     assert g.pattern_kind(g.LayoutTransformOp) is g.PatternKind.INJECTIVE
+    assert g.pattern_kind(g.WinogradInputOp) is g.PatternKind.OUT_FUSABLE
+    assert g.pattern_kind(g.WinogradOutputOp) is g.PatternKind.OUT_FUSABLE
     assert g.pattern_kind(g.ReduceSumOp) is g.PatternKind.REDUCTION
     assert g.pattern_kind(g.ConstantOp) is g.PatternKind.OPAQUE
     assert g.pattern_kind(arith.ConstantOp) is None
@@ -102,6 +104,15 @@ def test_every_op_has_pattern_kind_and_is_registered():
             (1, 6, 5, 7, 4),
         ),
         (lambda: g.LayoutTransformOp(arg(1, 3, 5, 7, 8), src="NCHW8c", dst="NCHW"), (1, 24, 5, 7)),
+        (
+            lambda: g.WinogradInputOp(arg(2, 3, 8, 12, 4), tile=4, pads=[1, 1, 1, 1]),
+            (36, 2 * 2 * 3, 12),
+        ),
+        (lambda: g.WinogradInputOp(arg(1, 1, 7, 9, 8), tile=2, pads=[0, 1, 1, 0]), (16, 12, 8)),
+        (
+            lambda: g.WinogradOutputOp(arg(36, 12, 32), arg(32), tile=4, image=[8, 12], block=16),
+            (2, 2, 8, 12, 16),
+        ),
         (lambda: g.MatmulOp(arg(3), arg(5, 3, 4)), (5, 4)),
         (lambda: g.MatmulOp(arg(2, 1, 4, 3), arg(5, 3, 6)), (2, 5, 4, 6)),
         (lambda: g.GemmOp(arg(3, 2), arg(5, 3), arg(5), trans_a=1, trans_b=1), (2, 5)),
@@ -327,6 +338,8 @@ def _one_of_each() -> ModuleOp:
         xb := g.LayoutTransformOp(x, src="NCHW", dst="NCHW2c"),
         g.ConvNchwcOp(xb, wb, v, pads=[1, 1, 1, 1]),
         g.LayoutTransformOp(xb, src="NCHW2c", dst="NCHW"),
+        wi := g.WinogradInputOp(xb, tile=2, pads=[1, 1, 1, 1]),
+        g.WinogradOutputOp(wi, v, tile=2, image=[4, 4], block=2),
         g.MatmulOp(m, m),
         g.GemmOp(m, m, r, alpha=0.5, beta=2.0, trans_a=1),
         g.SoftmaxOp(x, axis=1),

@@ -255,3 +255,35 @@ func.func @conv_nchwc_blocks(%x: tensor<1x2x4x4x8xf32>, %w: tensor<2x4x3x3x4x8xf
   %0 = graph.conv_nchwc %x, %w : (tensor<1x2x4x4x8xf32>, tensor<2x4x3x3x4x8xf32>) -> tensor<1x2x2x2x8xf32>
   func.return %0 : tensor<1x2x2x2x8xf32>
 }
+
+// -----
+
+func.func @winograd_tiles(%x: tensor<1x2x6x6x8xf32>) -> tensor<36x4x16xf32> {
+  // expected-error@+1 {{the 3x3 conv's output [6, 6] is not a whole number of 4x4 tiles}}
+  %0 = graph.winograd_input %x {tile = 4 : i64, pads = array<i64: 1, 1, 1, 1>} : (tensor<1x2x6x6x8xf32>) -> tensor<36x4x16xf32>
+  func.return %0 : tensor<36x4x16xf32>
+}
+
+// -----
+
+func.func @winograd_tile_size(%x: tensor<1x2x6x6x8xf32>) -> tensor<25x9x16xf32> {
+  // expected-error@+1 {{winograd tile must be one of [2, 4], got 3}}
+  %0 = graph.winograd_input %x {tile = 3 : i64, pads = array<i64: 1, 1, 1, 1>} : (tensor<1x2x6x6x8xf32>) -> tensor<25x9x16xf32>
+  func.return %0 : tensor<25x9x16xf32>
+}
+
+// -----
+
+func.func @winograd_points(%m: tensor<16x4x8xf32>) -> tensor<1x1x8x8x8xf32> {
+  // expected-error@+1 {{4x4 tiles need 36 transform points, got 16}}
+  %0 = graph.winograd_output %m {tile = 4 : i64, image = array<i64: 8, 8>, block = 8 : i64} : (tensor<16x4x8xf32>) -> tensor<1x1x8x8x8xf32>
+  func.return %0 : tensor<1x1x8x8x8xf32>
+}
+
+// -----
+
+func.func @winograd_bias(%m: tensor<36x4x8xf32>, %b: tensor<16xf32>) -> tensor<1x1x8x8x8xf32> {
+  // expected-error@+1 {{bias must have shape [8], got [16]}}
+  %0 = graph.winograd_output %m, %b {tile = 4 : i64, image = array<i64: 8, 8>, block = 8 : i64} : (tensor<36x4x8xf32>, tensor<16xf32>) -> tensor<1x1x8x8x8xf32>
+  func.return %0 : tensor<1x1x8x8x8xf32>
+}

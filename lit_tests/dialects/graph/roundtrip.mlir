@@ -158,3 +158,16 @@ func.func @blocked(%x: tensor<1x16x6x6xf32>, %w: tensor<4x2x3x3x8x4xf32>, %b: te
   %y = graph.layout_transform %e {src = "NCHW4c", dst = "NCHW"} : (tensor<1x4x3x3x4xf32>) -> tensor<1x16x3x3xf32>
   func.return %y : tensor<1x16x3x3xf32>
 }
+
+// CHECK-LABEL: func.func @winograd
+// CHECK: graph.winograd_input %{{.*}} {tile = 4 : i64, pads = array<i64: 1, 1, 1, 1>} : (tensor<1x2x8x8x8xf32>) -> tensor<36x4x16xf32>
+// CHECK: graph.matmul %{{.*}}, %{{.*}} : (tensor<36x4x16xf32>, tensor<36x16x8xf32>) -> tensor<36x4x8xf32>
+// CHECK: graph.winograd_output %{{.*}}, %{{.*}} {tile = 4 : i64, image = array<i64: 8, 8>, block = 8 : i64} : (tensor<36x4x8xf32>, tensor<8xf32>) -> tensor<1x1x8x8x8xf32>
+// CHECK: graph.winograd_output %{{.*}} {tile = 2 : i64, image = array<i64: 4, 8>, block = 4 : i64} : (tensor<16x8x8xf32>) -> tensor<1x2x4x8x4xf32>
+func.func @winograd(%x: tensor<1x2x8x8x8xf32>, %u: tensor<36x16x8xf32>, %b: tensor<8xf32>, %p: tensor<16x8x8xf32>) -> (tensor<1x1x8x8x8xf32>, tensor<1x2x4x8x4xf32>) {
+  %v = graph.winograd_input %x {tile = 4 : i64, pads = array<i64: 1, 1, 1, 1>} : (tensor<1x2x8x8x8xf32>) -> tensor<36x4x16xf32>
+  %m = graph.matmul %v, %u : (tensor<36x4x16xf32>, tensor<36x16x8xf32>) -> tensor<36x4x8xf32>
+  %y = graph.winograd_output %m, %b {tile = 4 : i64, image = array<i64: 8, 8>, block = 8 : i64} : (tensor<36x4x8xf32>, tensor<8xf32>) -> tensor<1x1x8x8x8xf32>
+  %z = graph.winograd_output %p {tile = 2 : i64, image = array<i64: 4, 8>, block = 4 : i64} : (tensor<16x8x8xf32>) -> tensor<1x2x4x8x4xf32>
+  func.return %y, %z : tensor<1x1x8x8x8xf32>, tensor<1x2x4x8x4xf32>
+}
