@@ -260,7 +260,8 @@ def winograd_output(
     m: Shape, bias: Shape | None, tile: int, image: Sequence[int], block: int
 ) -> Shape:
     """`graph.winograd_output`: products in the transform space ((tile+2)^2, N*TH*TW, K) back
-    to the blocked image (N, K/block, H, W, block) with H x W = `image`, plus the (K) bias."""
+    to the blocked image (N, K/block, H, W, block) with H x W = `image`, plus the (K) bias. TH x
+    TW tiles cover the image; where it is not a whole number of tiles, the last ones are cut."""
     if len(m) != 3:
         raise ShapeError(f"winograd_output takes a rank-3 operand, got {list(m)}")
     if tile not in TILES:
@@ -268,9 +269,9 @@ def winograd_output(
     _expect_len("image", image, 2)
     if m[0] != (tile + 2) ** 2:
         raise ShapeError(f"{tile}x{tile} tiles need {(tile + 2) ** 2} transform points, got {m[0]}")
-    if min(image) < 1 or image[0] % tile or image[1] % tile:
-        raise ShapeError(f"image {list(image)} is not a whole number of {tile}x{tile} tiles")
-    tiles = (image[0] // tile) * (image[1] // tile)
+    if min(image) < 1:
+        raise ShapeError(f"image must be at least 1x1, got {list(image)}")
+    tiles = -(-image[0] // tile) * -(-image[1] // tile)  # the last row/column of tiles is cut
     if m[1] % tiles:
         raise ShapeError(f"{m[1]} tiles are not whole images of {tiles} tiles")
     if block < 1 or m[2] % block:

@@ -499,7 +499,8 @@ class WinogradLowering(_GraphLowering):
         out = _out_shape(op)
         n, kb, h, w, b = out
         a = m + 2
-        th, tw = h // m, w // m
+        th, tw = -(-h // m), -(-w // m)
+        full = (n, kb, th * m, tw * m, b)  # whole tiles; cut to `out` at the end
         elem = elem_of(op.results[0])
         prods = em.reshape(op.operands[0], (a, a, n, th, tw, kb, b))
         # rows: s[p, j] = sum_i AT[p, i] prods[i, j]; loops n, ty, tx, kb, p, j, c | i
@@ -515,10 +516,11 @@ class WinogradLowering(_GraphLowering):
         )
         # columns into the image: y[m*ty + p, m*tx + q] = bias + sum_j s[p, j] AT[q, j];
         # loops n, kb, ty, p, tx, q, c | j
-        init = ConvLowering._init(em, bias, out, [dim(1) * b + dim(4)], elem)
+        init = ConvLowering._init(em, bias, full, [dim(1) * b + dim(4)], elem)
         ymap = [dim(0), dim(1), dim(2) * m + dim(3), dim(4) * m + dim(5), dim(6)]
         smap = [dim(3), dim(7), dim(0), dim(2), dim(4), dim(1), dim(6)]
-        return em.generic([rows, at], [smap, [dim(5), dim(7)]], init, ymap, "pppppppr", _mac)
+        y = em.generic([rows, at], [smap, [dim(5), dim(7)]], init, ymap, "pppppppr", _mac)
+        return y if full == out else em.extract_slice(y, [0] * 5, out, [1] * 5)
 
 
 # -- matmul / gemm ----------------------------------------------------------------------------------

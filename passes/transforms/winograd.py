@@ -12,8 +12,8 @@ treat it as one.
 
 What it costs: the transforms (memory passes over (m+2)^2/m^2 times the image) and weights
 (m+2)^2/9 times as large, streamed once per conv. Where the image has few tiles and many
-channels the transforms outweigh the products saved; see `choose_tile`. Only outputs that are
-a whole number of tiles are rewritten (ResNet's 7x7 layers stay direct).
+channels the transforms outweigh the products saved; see `choose_tile`. An output that is not a
+whole number of tiles (13x13) is computed in whole tiles (14x14) and cut.
 """
 
 from __future__ import annotations
@@ -57,10 +57,11 @@ def eligible(op: g.ConvNchwcOp) -> bool:
     )
 
 
-def fitting_tiles(op: g.ConvNchwcOp) -> list[int]:
-    """The output tile sizes whose tiles cover the conv's output exactly."""
+def tile_grid(op: g.ConvNchwcOp, m: int) -> tuple[int, int]:
+    """Tiles per image along the output's height and width (the last ones cut where the
+    output is not a whole number of tiles)."""
     oh, ow = _shape(op.result)[2:4]
-    return [m for m in TILES if oh % m == 0 and ow % m == 0]
+    return -(-oh // m), -(-ow // m)
 
 
 TRANSFORM_COST = 4
@@ -73,36 +74,46 @@ channels and wins from 48 (as this weight predicts), F(4x4) wins from 32 (and by
 where the rule keeps the direct conv)."""
 
 
-def winograd_macs(m: int, c: int, k: int) -> float:
-    """Multiply-adds per output tile of F(m x m, 3x3) for c input and k output channels, the
-    transforms weighted by TRANSFORM_COST: the per-point products, the input tile's row and
-    column passes (a^3 each per input channel) and the output's (m a^2 + m^2 a per output
-    channel)."""
+def reuse_efficiency(rows: int, cpu: CpuTarget) -> float:
+    """The share of the FMA peak a product reaches when each weight it streams serves `rows`
+    output rows (tiles, or a direct conv's output pixels): rows / (rows + 2 fma_in_flight).
+    Few rows leave the weight stream, not the FMAs, the bound. Zen 5 (8 FMAs in flight) gives
+    0.5 / 0.75 / 0.92 at 16 / 49 / 196 rows; ResNet-18's products measured 110 / 175 / 225 of
+    250 GFLOP/s there."""
+    return rows / (rows + 2 * cpu.fma_in_flight)
+
+
+def winograd_macs(m: int, c: int, k: int, efficiency: float = 1.0) -> float:
+    """Multiply-adds per output tile of F(m x m, 3x3) for c input and k output channels: the
+    per-point products (at `efficiency` of the peak, see reuse_efficiency) and the transforms
+    weighted by TRANSFORM_COST: the input tile's row and column passes (a^3 each per input
+    channel) and the output's (m a^2 + m^2 a per output channel)."""
     a = alpha(m)
-    return a * a * c * k + TRANSFORM_COST * (2 * a**3 * c + (m * a * a + m * m * a) * k)
+    products = a * a * c * k / efficiency
+    return products + TRANSFORM_COST * (2 * a**3 * c + (m * a * a + m * m * a) * k)
 
 
 def tiles_per_point(op: g.ConvNchwcOp, m: int) -> int:
     """The rows of each per-point product: output tiles over the batch."""
-    n, _, oh, ow, _ = _shape(op.result)
-    return n * (oh // m) * (ow // m)
+    th, tw = tile_grid(op, m)
+    return _shape(op.result)[0] * th * tw
 
 
 def choose_tile(op: g.ConvNchwcOp, cpu: CpuTarget) -> int:
-    """The default: the fitting tile with the fewest (weighted) multiply-adds per output
-    element, if that beats the direct conv's 9 c k (0: keep the direct conv). Few channels
-    leave the transforms the larger part: F(4x4) pays from 32 channels, F(2x2) from 48.
-    A tile is only considered where each per-point product has at least as many rows (output
-    tiles) as the CPU keeps FMAs in flight: each weight vector it loads then feeds enough FMAs
-    to keep the units busy; with fewer (a 4x4 image is one F(4x4) tile) the product streams
-    (m+2)^2/9 times the direct conv's weights for a handful of FMAs each."""
-    c = _shape(op.x)[1] * _shape(op.x)[4]
-    k = _shape(op.result)[1] * _shape(op.result)[4]
-    best, best_cost = 0, float(KERNEL * KERNEL * c * k)
-    for m in fitting_tiles(op):
-        if tiles_per_point(op, m) < cpu.fma_in_flight:
-            continue
-        cost = winograd_macs(m, c, k) / (m * m)
+    """The default: the tile with the fewest multiply-adds per output element, if that beats the
+    direct conv's 9 c k (0: keep the direct conv). Each side's products are weighted by
+    `reuse_efficiency` (a Winograd product has a row per tile, the direct conv one per output
+    pixel: F(4x4) on a 14x14 image has 16, F(2x2) 49) and the transforms by TRANSFORM_COST;
+    the cut tiles of an output that is not a whole number of them count in full. Few channels
+    leave the transforms the larger part (F(4x4) pays from about 32 channels), few tiles the
+    weight stream (a 4x4 image stays direct)."""
+    n, kb, oh, ow, bo = _shape(op.result)
+    c, k = _shape(op.x)[1] * _shape(op.x)[4], kb * bo
+    best, best_cost = 0, KERNEL * KERNEL * c * k / reuse_efficiency(n * oh * ow, cpu)
+    for m in TILES:
+        th, tw = tile_grid(op, m)
+        efficiency = reuse_efficiency(tiles_per_point(op, m), cpu)
+        cost = winograd_macs(m, c, k, efficiency) * th * tw / (oh * ow)
         if cost < best_cost:
             best, best_cost = m, cost
     return best
@@ -120,10 +131,7 @@ class ConvToWinograd(RewritePattern):
     def match_and_rewrite(self, op: g.ConvNchwcOp, rewriter: PatternRewriter) -> None:
         if not eligible(op):
             return
-        if self.tile:
-            m = max((t for t in fitting_tiles(op) if t <= self.tile), default=0)
-        else:
-            m = choose_tile(op, self.cpu)
+        m = self.tile if self.tile else choose_tile(op, self.cpu)
         if not m:
             return
         assert isinstance(op.w.owner, g.ConstantOp)
@@ -132,8 +140,11 @@ class ConvToWinograd(RewritePattern):
         # blocked (K/bo, C/bi, 3, 3, bi, bo) -> (K, C, 3, 3)
         dense = w.transpose(0, 5, 1, 4, 2, 3).reshape(kb * bo, cb * bi, kh, kw)
         u = g.ConstantOp(transform_weights(np.asarray(dense), m))
-        pads = list(_window(op)[1])
         image = list(_shape(op.result)[2:4])
+        # pad the bottom and right further so that the input holds whole tiles
+        top, left, bottom, right = _window(op)[1]
+        th, tw = tile_grid(op, m)
+        pads = [top, left, bottom + th * m - image[0], right + tw * m - image[1]]
         x = g.WinogradInputOp(op.x, tile=m, pads=pads)
         prod = g.MatmulOp(x, u)
         y = g.WinogradOutputOp(prod, op.bias, tile=m, image=image, block=bo)
@@ -149,8 +160,7 @@ class ConvToWinograd(RewritePattern):
 @dataclass(frozen=True)
 class WinogradPass(ModulePass):
     """Blocked stride-1 3x3 convs as Winograd F(m x m, 3x3). `tile` = 0: `choose_tile` per
-    conv; 2 or 4: every eligible conv, with the largest tile up to `tile` that covers its
-    output; -1: none (the pass does nothing)."""
+    conv; 2 or 4: every eligible conv with that tile; -1: none (the pass does nothing)."""
 
     name = "winograd"
     tile: int = 0

@@ -29,14 +29,28 @@ func.func @conv(%x: tensor<1x1x8x8x8xf32>, %b: tensor<8xf32>) -> tensor<1x1x8x8x
 
 // -----
 
-// Outputs that are not whole tiles, strides and weights computed at run time stay direct.
+// Strides and weights computed at run time stay direct.
 // CHECK-LABEL: func.func @direct
 // CHECK-NOT:   graph.winograd_input
-// CHECK-COUNT-3: graph.conv_nchwc
-func.func @direct(%x: tensor<1x1x7x7x8xf32>, %wv: tensor<1x1x3x3x8x8xf32>) -> (tensor<1x1x7x7x8xf32>, tensor<1x1x4x4x8xf32>, tensor<1x1x7x7x8xf32>) {
+// CHECK-COUNT-2: graph.conv_nchwc
+func.func @direct(%x: tensor<1x1x7x7x8xf32>, %wv: tensor<1x1x3x3x8x8xf32>) -> (tensor<1x1x4x4x8xf32>, tensor<1x1x7x7x8xf32>) {
   %w = graph.constant dense<1.0> : tensor<1x1x3x3x8x8xf32>
-  %a = graph.conv_nchwc %x, %w {pads = array<i64: 1, 1, 1, 1>} : (tensor<1x1x7x7x8xf32>, tensor<1x1x3x3x8x8xf32>) -> tensor<1x1x7x7x8xf32>
   %s = graph.conv_nchwc %x, %w {pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : (tensor<1x1x7x7x8xf32>, tensor<1x1x3x3x8x8xf32>) -> tensor<1x1x4x4x8xf32>
   %r = graph.conv_nchwc %x, %wv {pads = array<i64: 1, 1, 1, 1>} : (tensor<1x1x7x7x8xf32>, tensor<1x1x3x3x8x8xf32>) -> tensor<1x1x7x7x8xf32>
-  func.return %a, %s, %r : tensor<1x1x7x7x8xf32>, tensor<1x1x4x4x8xf32>, tensor<1x1x7x7x8xf32>
+  func.return %s, %r : tensor<1x1x4x4x8xf32>, tensor<1x1x7x7x8xf32>
+}
+
+// -----
+
+// A 7x7 output is computed as 2x2 whole 4x4 tiles (the input padded one more row and column)
+// and cut back to 7x7 by the output half.
+// CHECK-LABEL: func.func @cut
+// CHECK:       graph.winograd_input %x {tile = 4 : i64, pads = array<i64: 1, 1, 2, 2>} : (tensor<1x1x7x7x8xf32>) -> tensor<36x4x8xf32>
+// CHECK:       graph.winograd_output %{{.*}} {tile = 4 : i64, image = array<i64: 7, 7>, block = 8 : i64} : (tensor<36x4x8xf32>) -> tensor<1x1x7x7x8xf32>
+// LINALG-LABEL: func.func @cut
+// LINALG:       tensor.extract_slice %{{.*}}[0, 0, 0, 0, 0] [1, 1, 7, 7, 8] [1, 1, 1, 1, 1] : tensor<1x1x8x8x8xf32> to tensor<1x1x7x7x8xf32>
+func.func @cut(%x: tensor<1x1x7x7x8xf32>) -> tensor<1x1x7x7x8xf32> {
+  %w = graph.constant dense<1.0> : tensor<1x1x3x3x8x8xf32>
+  %a = graph.conv_nchwc %x, %w {pads = array<i64: 1, 1, 1, 1>} : (tensor<1x1x7x7x8xf32>, tensor<1x1x3x3x8x8xf32>) -> tensor<1x1x7x7x8xf32>
+  func.return %a : tensor<1x1x7x7x8xf32>
 }

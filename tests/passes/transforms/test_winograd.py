@@ -16,7 +16,12 @@ from dialects import graph as g
 from dialects.winograd import alpha, matrices, transform_weights
 from passes.schedule.cpu_target import cpu_target
 from passes.transforms.blocked_layout import BlockedLayoutPass
-from passes.transforms.winograd import WinogradPass, choose_tile, winograd_macs
+from passes.transforms.winograd import (
+    WinogradPass,
+    choose_tile,
+    reuse_efficiency,
+    winograd_macs,
+)
 from tests.support.graph_build import build, op_names, run_compiled
 
 RNG = np.random.default_rng(0)
@@ -76,8 +81,11 @@ CASES = {
     "resnet-block": (16, 16, 8, 12, [1, 1, 1, 1], True, True, 16),
     # no padding (output 6x10: F(2x2) only), no bias
     "valid": (8, 16, 8, 12, [0, 0, 0, 0], False, False, 8),
-    # asymmetric pads, 24 channels (blocks of 8), more output than input channels
-    "asymmetric": (24, 40, 7, 9, [2, 0, 1, 1], True, False, 8),
+    # asymmetric pads, 24 channels (blocks of 8), more output than input channels; an 8x8
+    # output, cut from 12x12 by F(4x4) (3x3 tiles of 4) ...
+    "asymmetric": (24, 40, 9, 7, [2, 0, 1, 3], True, False, 8),
+    # ... and 7x7 (ResNet's last stage) cut from 8x8 by both, with the fused epilogue
+    "cut": (16, 16, 7, 7, [1, 1, 1, 1], True, True, 16),
 }
 
 
@@ -101,25 +109,16 @@ def test_winograd_conv_matches_direct(case: str, tile: int) -> None:
     np.testing.assert_allclose(got, want, rtol=0, atol=2e-5 * max(1.0, np.abs(want).max()))
 
 
-def test_only_whole_tiles_and_the_largest_allowed_tile() -> None:
-    # outputs 8x8 (F(4x4)), 6x6 (F(2x2) only), 5x5 (none)
-    def body(b: Builder, a: list[SSAValue]) -> list[SSAValue]:
-        outs = []
-        for x, pads in ((a[0], [1, 1, 1, 1]), (a[0], [0, 0, 0, 0]), (a[1], [1, 1, 1, 1])):
-            wv = b.insert(g.ConstantOp(RNG.standard_normal((16, 16, 3, 3)).astype(np.float32)))
-            outs.append(b.insert(g.ConvOp(x, wv.result, None, pads=pads)).result)
-        return outs
-
-    m = build([(1, 16, 8, 8), (1, 16, 5, 5)], body)
+def test_cut_tiles_pad_the_input_to_whole_tiles() -> None:
+    m, _, _ = conv_model(16, 16, 7, 5, [1, 1, 1, 1], False, False)
     BlockedLayoutPass(block=16).apply(Context(), m)
     WinogradPass(tile=4).apply(Context(), m)
-    tiles = [
-        op.properties["tile"].value.data  # type: ignore[attr-defined]
-        for op in m.walk()
-        if isinstance(op, g.WinogradInputOp)
-    ]
-    assert tiles == [4, 2]
-    assert Counter(op_names(m))["graph.conv_nchwc"] == 1
+    (wi,) = [op for op in m.walk() if isinstance(op, g.WinogradInputOp)]
+    (wo,) = [op for op in m.walk() if isinstance(op, g.WinogradOutputOp)]
+    # 7x5 output in 4x4 tiles: 2x2 tiles of 8x8, so 1 more row and 3 more columns of padding
+    assert list(wi.properties["pads"].get_values()) == [1, 1, 2, 4]  # type: ignore[attr-defined]
+    assert wi.result.type.get_shape() == (36, 4, 16)  # type: ignore[attr-defined]
+    assert wo.result.type.get_shape() == (1, 1, 7, 5, 16)  # type: ignore[attr-defined]
 
 
 def test_strided_dilated_grouped_and_5x5_convs_stay_direct() -> None:
@@ -165,9 +164,13 @@ def test_default_rule_weighs_transforms_against_products() -> None:
 
     assert chosen(8, 16) == 0
     assert chosen(64, 16) == 4
-    # a 14x14 output takes F(2x2) (F(4x4) does not fit it)
+    # a 14x14 output takes F(2x2): F(4x4) would compute 16x16 for it
     assert chosen(256, 14) == 2
-    # too few tiles per product to keep the FMAs busy: an 8x8 image has 4 F(4x4) tiles, a
-    # 4x4 image 4 F(2x2) ones (8 FMAs in flight on Zen 5)
+    # few tiles per product leave the weight stream the bound: an 8x8 image has 4 F(4x4)
+    # tiles (F(2x2): 16), a 4x4 image 4 F(2x2) ones
     assert chosen(64, 8) == 2
     assert chosen(256, 4) == 0
+    # ResNet's 7x7 layer: cut F(2x2) tiles (8x8 computed) beat a direct conv whose weights
+    # serve only 49 pixels
+    assert chosen(512, 7) == 2
+    assert reuse_efficiency(16, cpu) == 0.5
