@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from math import prod
 
-from dialects.winograd import TILES
+from dialects.winograd import TILES, alpha, tile_grid
 
 Shape = tuple[int, ...]
 
@@ -252,8 +252,8 @@ def winograd_input(x: Shape, tile: int, pads: Sequence[int]) -> Shape:
         raise ShapeError(
             f"the 3x3 conv's output {list(out)} is not a whole number of {tile}x{tile} tiles"
         )
-    a = tile + 2
-    return (a * a, x[0] * (out[0] // tile) * (out[1] // tile), x[1] * x[4])
+    th, tw = tile_grid(*out, tile)
+    return (alpha(tile) ** 2, x[0] * th * tw, x[1] * x[4])
 
 
 def winograd_output(
@@ -267,11 +267,14 @@ def winograd_output(
     if tile not in TILES:
         raise ShapeError(f"winograd tile must be one of {list(TILES)}, got {tile}")
     _expect_len("image", image, 2)
-    if m[0] != (tile + 2) ** 2:
-        raise ShapeError(f"{tile}x{tile} tiles need {(tile + 2) ** 2} transform points, got {m[0]}")
+    if m[0] != alpha(tile) ** 2:
+        raise ShapeError(
+            f"{tile}x{tile} tiles need {alpha(tile) ** 2} transform points, got {m[0]}"
+        )
     if min(image) < 1:
         raise ShapeError(f"image must be at least 1x1, got {list(image)}")
-    tiles = -(-image[0] // tile) * -(-image[1] // tile)  # the last row/column of tiles is cut
+    th, tw = tile_grid(image[0], image[1], tile)
+    tiles = th * tw
     if m[1] % tiles:
         raise ShapeError(f"{m[1]} tiles are not whole images of {tiles} tiles")
     if block < 1 or m[2] % block:

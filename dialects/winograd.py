@@ -54,6 +54,12 @@ def alpha(m: int) -> int:
     return m + KERNEL - 1
 
 
+def tile_grid(height: int, width: int, m: int) -> tuple[int, int]:
+    """m x m tiles along an output's height and width, the last ones cut where it is not a whole
+    number of them."""
+    return -(-height // m), -(-width // m)
+
+
 @cache
 def matrices(m: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(BT, G, AT) of F(m x m, 3 x 3) as float64: BT (a x a), G (a x 3), AT (m x a)."""

@@ -29,7 +29,6 @@ from xdsl.dialects.builtin import (
     ModuleOp,
     StringAttr,
 )
-from xdsl.dialects.linalg.ops import GenericOp
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.ir.affine import AffineExpr
 from xdsl.passes import ModulePass
@@ -42,9 +41,9 @@ from xdsl.pattern_rewriter import (
 from xdsl.transforms.dead_code_elimination import region_dce
 from xdsl.utils.exceptions import DiagnosticException
 
+from dialects import winograd
 from dialects.attributes import WINOGRAD_ATTR
 from dialects.graph_shapes import layout_block
-from dialects.winograd import matrices as winograd_matrices
 from passes.conversions.convert_graph_to_linalg_builder import (
     NEG_INF,
     Body,
@@ -460,23 +459,24 @@ class WinogradLowering(_GraphLowering):
 
     def lower(self, op: Operation, em: Emitter) -> Sequence[SSAValue]:
         m = _int(op, "tile")
-        bt, _, at = winograd_matrices(m)
-        half = "input" if op.name == "graph.winograd_input" else "output"
-        if half == "input":
-            result = self._input(op, em, m, em.dense(bt.astype(np.float32)))
-        else:
-            result = self._output(op, em, m, em.dense(at.astype(np.float32)))
-        for o in em.ops:
-            if isinstance(o, GenericOp) and "reduction" in str(o.iterator_types):  # the passes
-                o.attributes[WINOGRAD_ATTR] = StringAttr(half)
-        return [result]
+        bt, _, at = winograd.matrices(m)
+        if op.name == "graph.winograd_input":
+            return [self._input(op, em, m, em.dense(bt.astype(np.float32)))]
+        return [self._output(op, em, m, em.dense(at.astype(np.float32)))]
+
+    @staticmethod
+    def _pass(value: SSAValue, half: str) -> SSAValue:
+        """Name a row or column pass as half of a Winograd transform (for profiles and logs)."""
+        assert isinstance(value.owner, Operation)
+        value.owner.attributes[WINOGRAD_ATTR] = StringAttr(half)
+        return value
 
     @staticmethod
     def _input(op: Operation, em: Emitter, m: int, bt: SSAValue) -> SSAValue:
         pads = _ints(op, "pads")
         x = em.pad(op.operands[0], [0, 0, pads[0], pads[1], 0], [0, 0, pads[2], pads[3], 0], 0.0)
         n, cb, hp, wp, b = shape_of(x)
-        a = m + 2
+        a = winograd.alpha(m)
         th, tw = (hp - 2) // m, (wp - 2) // m
         elem = elem_of(op.results[0])
         shape = (a, a, n, th, tw, cb, b)
@@ -486,11 +486,13 @@ class WinogradLowering(_GraphLowering):
         rows = em.generic(
             [x, bt], [xmap, [dim(4), dim(7)]], em.fill(0.0, shape, elem), out, "pppppppr", _mac
         )
+        WinogradLowering._pass(rows, "input")
         # columns: v[i, j] = sum_k t[i, k] BT[j, k]; same loops
         tmap = [dim(4), dim(7), dim(0), dim(1), dim(2), dim(3), dim(6)]
         v = em.generic(
             [rows, bt], [tmap, [dim(5), dim(7)]], em.fill(0.0, shape, elem), out, "pppppppr", _mac
         )
+        WinogradLowering._pass(v, "input")
         return em.reshape(v, _out_shape(op))
 
     @staticmethod
@@ -498,8 +500,8 @@ class WinogradLowering(_GraphLowering):
         bias = op.operands[1] if len(op.operands) > 1 else None
         out = _out_shape(op)
         n, kb, h, w, b = out
-        a = m + 2
-        th, tw = -(-h // m), -(-w // m)
+        a = winograd.alpha(m)
+        th, tw = winograd.tile_grid(h, w, m)
         full = (n, kb, th * m, tw * m, b)  # whole tiles; cut to `out` at the end
         elem = elem_of(op.results[0])
         prods = em.reshape(op.operands[0], (a, a, n, th, tw, kb, b))
@@ -514,12 +516,14 @@ class WinogradLowering(_GraphLowering):
             "pppppppr",
             _mac,
         )
+        WinogradLowering._pass(rows, "output")
         # columns into the image: y[m*ty + p, m*tx + q] = bias + sum_j s[p, j] AT[q, j];
         # loops n, kb, ty, p, tx, q, c | j
         init = ConvLowering._init(em, bias, full, [dim(1) * b + dim(4)], elem)
         ymap = [dim(0), dim(1), dim(2) * m + dim(3), dim(4) * m + dim(5), dim(6)]
         smap = [dim(3), dim(7), dim(0), dim(2), dim(4), dim(1), dim(6)]
         y = em.generic([rows, at], [smap, [dim(5), dim(7)]], init, ymap, "pppppppr", _mac)
+        WinogradLowering._pass(y, "output")
         return y if full == out else em.extract_slice(y, [0] * 5, out, [1] * 5)
 
 

@@ -33,7 +33,7 @@ from xdsl.pattern_rewriter import (
 
 from dialects import graph as g
 from dialects.graph_shapes import window
-from dialects.winograd import KERNEL, TILES, alpha, transform_weights
+from dialects.winograd import KERNEL, TILES, alpha, tile_grid, transform_weights
 from passes.schedule.cpu_target import CpuTarget, cpu_target
 from passes.transforms.fold_constants import prop
 
@@ -57,11 +57,9 @@ def eligible(op: g.ConvNchwcOp) -> bool:
     )
 
 
-def tile_grid(op: g.ConvNchwcOp, m: int) -> tuple[int, int]:
-    """Tiles per image along the output's height and width (the last ones cut where the
-    output is not a whole number of tiles)."""
+def _tile_grid(op: g.ConvNchwcOp, m: int) -> tuple[int, int]:
     oh, ow = _shape(op.result)[2:4]
-    return -(-oh // m), -(-ow // m)
+    return tile_grid(oh, ow, m)
 
 
 TRANSFORM_COST = 4
@@ -95,7 +93,7 @@ def winograd_macs(m: int, c: int, k: int, efficiency: float = 1.0) -> float:
 
 def tiles_per_point(op: g.ConvNchwcOp, m: int) -> int:
     """The rows of each per-point product: output tiles over the batch."""
-    th, tw = tile_grid(op, m)
+    th, tw = _tile_grid(op, m)
     return _shape(op.result)[0] * th * tw
 
 
@@ -111,7 +109,7 @@ def choose_tile(op: g.ConvNchwcOp, cpu: CpuTarget) -> int:
     c, k = _shape(op.x)[1] * _shape(op.x)[4], kb * bo
     best, best_cost = 0, KERNEL * KERNEL * c * k / reuse_efficiency(n * oh * ow, cpu)
     for m in TILES:
-        th, tw = tile_grid(op, m)
+        th, tw = _tile_grid(op, m)
         efficiency = reuse_efficiency(tiles_per_point(op, m), cpu)
         cost = winograd_macs(m, c, k, efficiency) * th * tw / (oh * ow)
         if cost < best_cost:
@@ -143,7 +141,7 @@ class ConvToWinograd(RewritePattern):
         image = list(_shape(op.result)[2:4])
         # pad the bottom and right further so that the input holds whole tiles
         top, left, bottom, right = _window(op)[1]
-        th, tw = tile_grid(op, m)
+        th, tw = _tile_grid(op, m)
         pads = [top, left, bottom + th * m - image[0], right + tw * m - image[1]]
         x = g.WinogradInputOp(op.x, tile=m, pads=pads)
         prod = g.MatmulOp(x, u)
