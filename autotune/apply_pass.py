@@ -5,7 +5,9 @@ key is computed from its canonical IR, autotune/task.py). With `trials > 0` the 
 database does not know yet are tuned first (autotune/tuner.py, measurements appended to the
 database as they are made); then every kernel whose task has a successful record gets that
 record's configuration, replayed as schedule passes on that function. Kernels without a record
-keep no schedule and `default-schedule` gives them the analytic one.
+keep no schedule and `default-schedule` gives them the analytic one; so do kernels whose best
+record, timed beside the default schedule (a paired record: `baseline_costs`), was no faster
+than it (the space's configurations do not include every schedule the heuristic makes).
 
 The pass lives with the tuner (as AutoTVM's ApplyHistoryBest does): the compiler below knows
 nothing of databases. It runs as one of the `schedules` passes that the model API applies at the
@@ -25,7 +27,7 @@ from xdsl.ir import Attribute
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import DiagnosticException
 
-from autotune.database import Database, record_cost
+from autotune.database import Database, comparable_costs, record_cost
 from autotune.space import SearchSpace
 from autotune.task import extract_tasks, generics_of, task_from_function
 from autotune.tune_model import tune_tasks
@@ -44,7 +46,8 @@ class AutotuneStats:
 
     kernels: int = 0
     tuned: int = 0
-    fallback: list[str] = field(default_factory=list)
+    fallback: list[str] = field(default_factory=list)  # no record
+    default_won: list[str] = field(default_factory=list)  # no record beat the default schedule
 
     def to_attr(self) -> DictionaryAttr:
         return DictionaryAttr(
@@ -52,6 +55,7 @@ class AutotuneStats:
                 "kernels": IntAttr(self.kernels),
                 "tuned": IntAttr(self.tuned),
                 "fallback": ArrayAttr([StringAttr(n) for n in self.fallback]),
+                "default_won": ArrayAttr([StringAttr(n) for n in self.default_won]),
             }
         )
 
@@ -61,14 +65,30 @@ def autotune_stats(attributes: dict[str, Attribute]) -> AutotuneStats | None:
     attr = attributes.get(AUTOTUNE_STATS_ATTR)
     if not isinstance(attr, DictionaryAttr):
         return None
-    kernels, tuned, fallback = (attr.data.get(k) for k in ("kernels", "tuned", "fallback"))
+    kernels, tuned, fallback, won = (
+        attr.data.get(k) for k in ("kernels", "tuned", "fallback", "default_won")
+    )
+
+    def names(a: Attribute | None) -> list[str]:
+        return (
+            [n.data for n in a.data if isinstance(n, StringAttr)]
+            if isinstance(a, ArrayAttr)
+            else []
+        )
+
     return AutotuneStats(
         kernels.data if isinstance(kernels, IntAttr) else 0,
         tuned.data if isinstance(tuned, IntAttr) else 0,
-        [a.data for a in fallback.data if isinstance(a, StringAttr)]
-        if isinstance(fallback, ArrayAttr)
-        else [],
+        names(fallback),
+        names(won),
     )
+
+
+def beats_default(record: dict) -> bool:
+    """Whether a record was faster than the default schedule timed beside it (a record without
+    `baseline_costs` was not paired: it is taken at its word)."""
+    base = record.get("baseline_costs") or []
+    return not base or record_cost(record) < min(base)
 
 
 PARALLEL_FALLBACK_SLACK = 1.15
@@ -130,8 +150,9 @@ def apply_database(
                 for r in db.ranked(task.workload_key, space.space_hash(), threads=1)
                 if space.contains(r["config"])
             ]
-            for r in ranked:
-                if record_cost(r) > PARALLEL_FALLBACK_SLACK * record_cost(ranked[0]):
+            costs = comparable_costs(ranked)
+            for r, cost in zip(ranked, costs):
+                if cost > PARALLEL_FALLBACK_SLACK * costs[0]:
                     best = ranked[0]  # none close to the best parallelizes: keep the best
                     break
                 s = parallel_schedule(space.to_schedule(r["config"]), info, threads)
@@ -142,6 +163,9 @@ def apply_database(
                 best = ranked[0] if ranked else None
         if best is None or not space.contains(best["config"]):
             stats.fallback.append(task.name)
+            continue
+        if not beats_default(best):
+            stats.default_won.append(task.name)
             continue
         run_passes(
             ctx, module, space.to_passes(best["config"], task.anchor, kernel=fn.sym_name.data)

@@ -94,6 +94,42 @@ def record_cost(record: Record) -> float:
     return float(min(costs))
 
 
+def comparable_costs(records: list[Record]) -> list[float]:
+    """Each record's cost (record_cost), comparable across the records of a workload measured
+    while the host ran at different speeds (a shared VM's second vCPU comes and goes).
+
+    A paired record (with `baseline_costs`: its default schedule timed alternately with it) costs
+    min(costs) / min(baseline_costs) times the least baseline cost among the paired records of
+    its workload and thread count: its time had the host been as fast as it was at best. A
+    record without baseline costs keeps its own cost."""
+    least: dict[tuple[str, int], float] = {}
+    for r in records:
+        base = r.get("baseline_costs") or []
+        if base and math.isfinite(record_cost(r)):
+            group = (r["workload_key"], r.get("threads", 1))
+            least[group] = min(least.get(group, math.inf), min(base))
+    out = []
+    for r in records:
+        cost, base = record_cost(r), r.get("baseline_costs") or []
+        if base and math.isfinite(cost):
+            cost = cost / min(base) * least[(r["workload_key"], r.get("threads", 1))]
+        out.append(cost)
+    return out
+
+
+def _positive_costs(name: str, costs: Any) -> str | None:
+    """Why `costs` is not a list of seconds (finite positive numbers), or None."""
+    if not isinstance(costs, list):
+        return f"{name} is {_kind(costs)}, not a list"
+    if not all(_is_number(c) for c in costs):
+        return f"{name} contain a value that is not a number"
+    if not all(math.isfinite(c) for c in costs):
+        return f"{name} contain a non-finite value"
+    if any(c <= 0 for c in costs):
+        return f"{name} contain a value <= 0"
+    return None
+
+
 def _kind(value: Any) -> str:
     """A JSON value's type in words, for messages."""
     if value is None:
@@ -177,14 +213,11 @@ def validate_record(record: Any) -> str | None:
     if error_kind is not None and not isinstance(error_kind, str):
         return f"error_kind is {_kind(error_kind)}, not a string or null"
     costs = record["costs"]
-    if not isinstance(costs, list):
-        return f"costs is {_kind(costs)}, not a list"
-    if not all(_is_number(c) for c in costs):
-        return "costs contain a value that is not a number"
-    if not all(math.isfinite(c) for c in costs):
-        return "costs contain a non-finite value"
-    if any(c <= 0 for c in costs):
-        return "costs contain a value <= 0"
+    problem = _positive_costs("costs", costs) or _positive_costs(
+        "baseline_costs", record.get("baseline_costs", [])
+    )
+    if problem:
+        return problem
     if error_kind is None and not costs:
         return "costs are empty for a successful measurement"
     threads = record.get("threads", 1)
@@ -400,7 +433,7 @@ class Database:
         threads: int | None = None,
         preset: str | None = None,
     ) -> Record | None:
-        """The fastest successful record of a workload (lowest min cost), or None."""
+        """The fastest successful record of a workload (lowest comparable cost), or None."""
         ok = self.ranked(workload_key, space_hash, threads, preset)
         return ok[0] if ok else None
 
@@ -411,13 +444,10 @@ class Database:
         threads: int | None = None,
         preset: str | None = None,
     ) -> list[Record]:
-        """The successful records of a workload, fastest first."""
-        ok = [
-            r
-            for r in self.records(workload_key, space_hash, threads, preset)
-            if math.isfinite(record_cost(r))
-        ]
-        return sorted(ok, key=record_cost)
+        """The successful records of a workload, fastest first (by `comparable_costs`)."""
+        found = self.records(workload_key, space_hash, threads, preset)
+        ok = [(c, i) for i, c in enumerate(comparable_costs(found)) if math.isfinite(c)]
+        return [found[i] for _, i in sorted(ok)]
 
     def measured_keys(self, workload_key: str, space_hash: str | None = None) -> set[str]:
         """Config keys already measured for a workload, failures included (never measure twice)."""
@@ -544,5 +574,6 @@ __all__ = [
     "config_key",
     "make_record",
     "record_cost",
+    "comparable_costs",
     "validate_record",
 ]

@@ -76,6 +76,7 @@ INSTALL_HINT = "pip install 'ziggurat[tune]'"
 _CHUNK_LOCK = threading.Lock()  # per worker process: measure's runner and caches are not threadsafe
 SAFE_DESERIALIZERS = ["msgpack", "error"]  # plain data, or dask's "could not serialize" message
 _RESULT_FIELDS = ("costs", "error_kind", "error", "build_s", "run_s")
+_OPTIONAL_RESULT_FIELDS = ("baseline_costs",)  # a paired measurement's (MeasureResult)
 _MAX_TEXT = 2000  # characters of worker-written text kept (errors, names)
 _MAX_COSTS = 10_000
 
@@ -339,6 +340,7 @@ def encode_reply(
         rows.append(
             {
                 "costs": r.costs,
+                "baseline_costs": r.baseline_costs,
                 "error_kind": r.error_kind,
                 "build_s": r.build_s,
                 "run_s": r.run_s,
@@ -425,29 +427,39 @@ def _parse_result(row: object) -> MeasureResult | str:
     """One result of a reply, or why it is not one."""
     if not isinstance(row, dict):
         return f"a {type(row).__name__}, not an object"
-    if set(row) != set(_RESULT_FIELDS):
+    allowed = {*_RESULT_FIELDS, *_OPTIONAL_RESULT_FIELDS}
+    if not set(_RESULT_FIELDS) <= set(row) <= allowed:
         missing = sorted(set(_RESULT_FIELDS) - set(row))
-        extra = sorted(_clean(k, 40) for k in set(row) - set(_RESULT_FIELDS))
+        extra = sorted(_clean(k, 40) for k in set(row) - allowed)
         return f"fields: missing {missing}, unexpected {extra}"
-    kind, error, costs = row["error_kind"], row["error"], row["costs"]
+    kind, error = row["error_kind"], row["error"]
     if kind is not None and kind not in ERROR_KINDS:
         return f"unknown error_kind {_clean(repr(kind), 60)}"
     if not isinstance(error, str):
         return f"error is a {type(error).__name__}, not a string"
-    if not isinstance(costs, list) or len(costs) > _MAX_COSTS:
-        return "costs is not a list" if not isinstance(costs, list) else "too many costs"
-    values: list[float] = []
-    for c in costs:
-        v = _number(c)
-        if v is None or v <= 0:
-            return f"cost {_clean(repr(c), 60)} is not a finite positive number of seconds"
-        values.append(v)
+    values = _seconds("costs", row["costs"])
+    baseline = _seconds("baseline_costs", row.get("baseline_costs", []))
+    if isinstance(values, str) or isinstance(baseline, str):
+        return values if isinstance(values, str) else cast(str, baseline)
     if kind is None and not values:
         return "a success without costs"
     build_s, run_s = _number(row["build_s"]), _number(row["run_s"])
     if build_s is None or run_s is None or build_s < 0 or run_s < 0:
         return "build_s/run_s are not finite non-negative numbers"
-    return MeasureResult(values, kind, _clean(error), build_s, run_s)
+    return MeasureResult(values, kind, _clean(error), build_s, run_s, baseline)
+
+
+def _seconds(name: str, costs: object) -> list[float] | str:
+    """A result's list of seconds per call, checked, or why it is not one."""
+    if not isinstance(costs, list) or len(costs) > _MAX_COSTS:
+        return f"{name} is not a list" if not isinstance(costs, list) else f"too many {name}"
+    values: list[float] = []
+    for c in costs:
+        v = _number(c)
+        if v is None or v <= 0:
+            return f"{name[:-1]} {_clean(repr(c), 60)} is not a finite positive number of seconds"
+        values.append(v)
+    return values
 
 
 def decode_reply(reply: object, n: int, target: Mapping[str, str]) -> list[MeasureResult]:

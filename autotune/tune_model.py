@@ -26,13 +26,21 @@ class ModelTuneSummary:
     trials: dict[str, int] = field(default_factory=dict)
 
     def table(self) -> str:
-        rows = [f"{'task':<44}{'weight':>7}{'trials':>8}{'best GFLOP/s':>14}{'latency us':>12}"]
+        """One row per task; `vs default` is the best record's time over the default schedule's
+        timed beside it (`-`: not paired), `kept` where the default stays (no record beat it)."""
+        rows = [
+            f"{'task':<44}{'weight':>7}{'trials':>8}{'best GFLOP/s':>14}{'latency us':>12}"
+            f"{'vs default':>16}"
+        ]
         for t in self.tasks:
             r = self.results.get(t.workload_key)
             g = r.best_gflops if r else 0.0
             lat = t.flops / g / 1e3 if g > 0 else float("nan")
+            v = r.vs_default if r else None
+            vs = "-" if v is None else f"{v:.2f}x" + (" (kept)" if v >= 1.0 else "")
             rows.append(
-                f"{t.name[:43]:<44}{t.weight:>7}{self.trials.get(t.workload_key, 0):>8}{g:>14.1f}{lat:>12.1f}"
+                f"{t.name[:43]:<44}{t.weight:>7}{self.trials.get(t.workload_key, 0):>8}{g:>14.1f}"
+                f"{lat:>12.1f}{vs:>16}"
             )
         return "\n".join(rows)
 

@@ -18,7 +18,7 @@ import numpy as np
 
 import autotune.measure  # `autotune.measure.measure` looked up per call: tests replace it
 from autotune.cost_model import XGBCostModel
-from autotune.database import Database
+from autotune.database import Database, comparable_costs
 from autotune.measure import MeasureResult
 from autotune.search import RandomSearch, SearchStrategy, SimulatedAnnealing
 from autotune.space import SearchSpace
@@ -59,6 +59,9 @@ class TaskTuneResult:
     best_gflops: float
     best_config: dict | None
     curve: list[float] = field(default_factory=list)  # best-so-far GFLOP/s after each trial
+    # the best record's time over the default schedule's timed beside it (None: not paired);
+    # at 1 or more, compiling with the database keeps the default (apply_pass.beats_default)
+    vs_default: float | None = None
 
 
 def make_record(task: Task, space: SearchSpace, config: dict, result) -> dict:
@@ -70,6 +73,7 @@ def make_record(task: Task, space: SearchSpace, config: dict, result) -> dict:
         "config": config,
         "passes": space.to_passes(config, task.anchor),
         "costs": list(result.costs),
+        **({"baseline_costs": list(result.baseline_costs)} if result.baseline_costs else {}),
         "error_kind": result.error_kind,
         "error": result.error,
         "flops": task.flops,
@@ -152,18 +156,21 @@ def tune_task(
         for r in db.records(task.workload_key, space.space_hash(), threads, target.record_preset)
         if space.contains(r["config"]) and target.accepts(r)
     ]
+    records = list(known)  # and each new one: scored together (see scores)
     xs: list[np.ndarray] = []
-    ys: list[float] = []
 
-    def gflops(costs: list[float] | None) -> float:
-        return task.flops / min(costs) / 1e9 if costs else 0.0
+    def scores(*more: dict) -> list[float]:
+        """GFLOP/s of every record (and `more`), from costs comparable across the host's phases
+        (paired records: database.comparable_costs); 0 for a failure."""
+        costs = comparable_costs([*records, *more])
+        return [task.flops / c / 1e9 if c < float("inf") else 0.0 for c in costs]
 
     def feats(configs):
         return target.features(info, [space.to_schedule(c) for c in configs])
 
     for r in known:
         xs.append(feats([r["config"]])[0])
-        ys.append(0.0 if r.get("error_kind") else gflops(r.get("costs")))
+    ys = scores()
     curve: list[float] = []
     best = max(ys, default=0.0)
     best_config = next((r["config"] for r, y in zip(known, ys) if y == best and y > 0), None)
@@ -198,22 +205,24 @@ def tune_task(
         where = getattr(measure_fn, "target", None)
         extra = target.record_fields()
         for config, result in zip(configs, results):
-            g = 0.0 if result.error_kind else gflops(result.costs)
+            record = make_record(task, space, config, result)
+            g = scores(record)[-1]
             if g > best and getattr(measure_fn, "remote", False):  # a worker's word is not enough
                 passes = space.to_passes(config, task.anchor)
                 kwargs = getattr(measure_fn, "measure_kwargs", None)
                 result = recheck_locally(task, passes, result, measure, kwargs, threads)
-                g = 0.0 if result.error_kind else g
-            record = make_record(task, space, config, result)
+                record = make_record(task, space, config, result)
             record.update(extra)
             if where is not None:
                 record["target"] = dict(where)
             db.append(record)
+            records.append(record)
             measured.add(space.key(config))
             xs.append(feats([config])[0])
-            ys.append(g)
-            if g > best:
-                best, best_config = g, config
+            ys = scores()
+            g, best = ys[-1], max(ys)
+            if best > 0:
+                best_config = records[ys.index(best)]["config"]
             curve.append(best)
             done += 1
             if progress is not None:
@@ -224,4 +233,9 @@ def tune_task(
                 )
         if model is not None:
             model.fit(np.stack(xs), np.array(ys))
-    return TaskTuneResult(task, best, best_config, curve)
+    vs_default = None
+    if best > 0:
+        top = records[ys.index(best)]
+        if top.get("baseline_costs"):
+            vs_default = min(top["costs"]) / min(top["baseline_costs"])
+    return TaskTuneResult(task, best, best_config, curve, vs_default)

@@ -107,6 +107,7 @@ def bench_model(
         "model": proto.graph.name,
         "target": target if target == "cpu" else f"{target} ({compiled.program.device_name})",
         "threads": threads,
+        "layout": layout if target == "cpu" else "NCHW",
         "compile_s": round(compile_s, 3),
         "compile_breakdown_s": {k: round(v, 3) for k, v in compiled.timings.items()},
         "ziggurat_ms": round(t["ziggurat"] * 1e3, 3),
@@ -127,10 +128,13 @@ def bench_directory(
     seconds: float = 1.0,
     target: str = "cpu",
     progress: Callable[[str], None] | None = None,
+    options: Callable[[Path, int], dict[str, Any]] | None = None,
 ) -> list[dict[str, Any]]:
     """bench_model for every `*.onnx` in `directory` (sorted) at each thread count: one row per
     model, {"model", "file", "runs": {threads: bench_model's result}}; a model that cannot be
-    compiled or checked gets {"error": why} and the others still run."""
+    compiled or checked gets {"error": why} and the others still run. `options(path, threads)`
+    gives more of bench_model's arguments per model (a tuning database's `schedules` and
+    `layout`: the CLI's `--db`)."""
     rows = []
     for path in sorted(Path(directory).glob("*.onnx")):
         if progress is not None:
@@ -138,7 +142,8 @@ def bench_directory(
         row: dict[str, Any] = {"model": path.stem, "file": str(path), "runs": {}}
         try:
             for t in threads:
-                row["runs"][t] = bench_model(path, t, seconds, target=target)
+                more = options(path, t) if options is not None else {}
+                row["runs"][t] = bench_model(path, t, seconds, target=target, **more)
         except Exception as e:  # one bad model must not lose the others' figures
             row["error"] = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
         rows.append(row)

@@ -90,7 +90,7 @@ class ReferenceChecker:
         (run,) = runner.run(RunInputs(task.workload_key, signature), [build], settings)
         if not run.ok or run.outputs is None:
             return Reference(signature, None, f"{run.error_kind}: {run.error}")
-        return Reference(signature, run.outputs, "", unspecified)
+        return Reference(signature, run.outputs, "", unspecified, build.artifact)
 
     def check(
         self, outputs: list[np.ndarray], reference: Reference, rtol: float, atol: float

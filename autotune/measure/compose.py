@@ -78,11 +78,15 @@ def measure_with(
     def check(outputs: list[np.ndarray]) -> str:
         return checker.check(outputs, ref, rtol, atol)
 
-    runs = iter(runner.run(RunInputs(task.workload_key, ref.signature), runnable, settings, check))
+    baseline = ref.artifact if settings.paired else None
+    run_inputs = RunInputs(task.workload_key, ref.signature, baseline)
+    runs = iter(runner.run(run_inputs, runnable, settings, check))
     out = []
     for b, r in zip(built, results, strict=True):
         if r is None:
             run = next(runs)  # a run that failed before its timing has no costs, no run_s
-            r = MeasureResult(run.costs, run.error_kind, run.error, b.build_s, run.run_s)
+            r = MeasureResult(
+                run.costs, run.error_kind, run.error, b.build_s, run.run_s, run.baseline_costs
+            )
         out.append(r)
     return out

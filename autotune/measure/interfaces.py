@@ -104,10 +104,14 @@ class BuildResult:
 @dataclass(frozen=True)
 class RunInputs:
     """The kernel's arguments: their shapes and dtypes, and the key (the workload's) under which
-    a runner may keep the seeded random inputs it makes from them."""
+    a runner may keep the seeded random inputs it makes from them. `baseline`, if given, is an
+    artifact (the task's default schedule) a runner that can times alternately with each build,
+    so that every candidate has a cost measured in the same moments as its own (see
+    RunResult.baseline_costs); a runner that cannot ignores it."""
 
     key: str
     signature: Signature
+    baseline: bytes | None = None
 
 
 @dataclass(frozen=True)
@@ -116,6 +120,7 @@ class RunSettings:
     number: int = 0  # calls per timed run (0: enough for MIN_REPEAT_S)
     timeout_s: float = 10.0  # bound on one artifact's run (load, check call, timing)
     threads: int = 1  # threads of the thread-pool runtime for code that runs parallel loops
+    paired: bool = False  # time the task's reference alternately with each candidate
 
 
 @dataclass
@@ -126,6 +131,10 @@ class RunResult:
     error_kind: str | None = None  # runtime_error, timeout, wrong_result; None on success
     error: str = ""
     run_s: float = 0.0  # wall time of the run in the runner (load, check call, timing)
+    # the baseline's seconds per call, each repeat timed just before the candidate's: on a host
+    # whose speed changes over time (a shared VM's stolen cycles, a clock), min(costs) /
+    # min(baseline_costs) compares candidates measured minutes apart; empty: not paired
+    baseline_costs: list[float] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -133,8 +142,8 @@ class RunResult:
 
 
 RunOne = Callable[[bytes], tuple[str, Any]]
-"""A runner's way of running one artifact: ("ok", (costs, outputs, run_s)) or (an error kind,
-why)."""
+"""A runner's way of running one artifact: ("ok", (costs, outputs, run_s[, baseline_costs])) or
+(an error kind, why)."""
 
 
 def run_each(
@@ -156,16 +165,17 @@ def run_each(
         if kind != "ok":
             results.append(RunResult(error_kind=kind, error=payload))
             continue
-        costs, outputs, run_s = payload
+        costs, outputs, run_s, *paired = payload
+        baseline = list(paired[0]) if paired else []
         if check is None:
-            results.append(RunResult(costs, outputs, None, "", run_s))
+            results.append(RunResult(costs, outputs, None, "", run_s, baseline))
             continue
         why = check(outputs)
         if why:
             restart()
-            results.append(RunResult(costs, None, "wrong_result", why, run_s))
+            results.append(RunResult(costs, None, "wrong_result", why, run_s, baseline))
         else:
-            results.append(RunResult(costs, None, None, "", run_s))
+            results.append(RunResult(costs, None, None, "", run_s, baseline))
     return results
 
 
@@ -178,6 +188,7 @@ class Reference:
     outputs: list[np.ndarray] | None
     error: str = ""
     unspecified: frozenset[int] = frozenset()  # arguments not compared (see private_args)
+    artifact: bytes | None = None  # the reference's build (timed beside paired candidates)
 
 
 @dataclass
@@ -187,6 +198,7 @@ class MeasureResult:
     error: str = ""
     build_s: float = 0.0
     run_s: float = 0.0  # wall time of the run in the runner (load, check, timing)
+    baseline_costs: list[float] = field(default_factory=list)  # see RunResult.baseline_costs
 
     @property
     def ok(self) -> bool:

@@ -30,6 +30,7 @@ def measure(
     runner: Runner | None = None,
     threads: int = 1,
     preset: str | None = None,
+    paired: bool = True,
 ) -> list[MeasureResult]:
     """Build every candidate (pass specs) in `workers` processes, then run each in the runner
     process (this process's LocalRunner unless `runner` is given) and check it against the task's
@@ -38,7 +39,8 @@ def measure(
     `number` = calls per timed repeat (0: enough for MIN_REPEAT_S); costs are seconds per call.
     `timeout_s` bounds each candidate's run (and each build). `kernel_irs[i]`, if given, replaces
     the task's kernel IR for candidate i (the reference always uses the task's own IR). Object
-    code with parallel loops runs them on `threads` threads.
+    code with parallel loops runs them on `threads` threads. `paired`: the default schedule is
+    timed alternately with each candidate (MeasureResult.baseline_costs; see runner.py).
 
     `target` "opencl" or "cuda": gpu_measure.measure_gpu, for the GPU schedule `preset`
     (default: opencl-cpu, cuda), checked against the CPU's reference.
@@ -68,7 +70,7 @@ def measure(
         task,
         candidates,
         target,
-        RunSettings(repeat, number, timeout_s, threads),
+        RunSettings(repeat, number, timeout_s, threads, paired),
         rtol,
         atol,
         kernel_irs,

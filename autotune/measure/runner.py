@@ -5,6 +5,12 @@ compiler/backends/llvm_cpu/jit.py, the same JIT the model API uses, and imports 
 reused across candidates and restarted after a crash, a timeout or a rejected output (a stray
 write may have corrupted it). Each workload's inputs are made once per process
 (`random_inputs`) and copied for every run, so every candidate sees the same data.
+
+Paired timing: given a baseline (the task's default schedule, `RunInputs.baseline`), the child
+keeps it loaded and times it just before each of a candidate's repeats. A shared host's speed
+changes over seconds to minutes (this project's 2-vCPU VM runs a two-thread kernel in 245 us or
+in 520 us, depending on the minute: tests/bench/bench_thread_noise.py); a candidate's cost over
+its baseline's is the same in either phase, so records measured minutes apart stay comparable.
 """
 
 from __future__ import annotations
@@ -25,7 +31,6 @@ from autotune.measure.interfaces import (
     RunInputs,
     RunResult,
     RunSettings,
-    Signature,
     random_inputs,
     run_each,
 )
@@ -43,33 +48,67 @@ def _runner_entry(fd: int) -> None:
     _runner_main(Connection(fd))
 
 
+class _Loaded:
+    """A loaded object file's kernel, called on its own copies of the inputs."""
+
+    def __init__(self, obj: bytes, init: list[np.ndarray], threads: int) -> None:
+        signature = {KERNEL: (("ptr",) * len(init), None)}
+        self.program = jit.load(objects=[obj], signatures=signature, threads=threads)
+        self.args = [aligned_copy(a) for a in init]
+        cfn = self.program.c_function(KERNEL)
+        self.call = functools.partial(cfn, *(a.ctypes.data for a in self.args))
+
+    def close(self) -> None:
+        self.program.close()
+
+
+def _number(first_s: float, number: int) -> int:
+    """Calls per timed repeat: `number`, or (0) enough for MIN_REPEAT_S."""
+    return number if number > 0 else max(1, int(MIN_REPEAT_S / max(first_s, 1e-9)))
+
+
 def _run(
-    init: list[np.ndarray], obj: bytes, repeat: int, number: int, budget_s: float, threads: int
-) -> tuple[list[float], list[np.ndarray]]:
+    init: list[np.ndarray],
+    obj: bytes,
+    repeat: int,
+    number: int,
+    budget_s: float,
+    threads: int,
+    baseline: _Loaded | None = None,
+) -> tuple[list[float], list[np.ndarray], list[float]]:
     """Load `obj`, call its kernel once on copies of `init` (the checked call, and the warm-up),
-    then time it: (seconds per call of each repeat, the arguments after the first call)."""
-    signature = {KERNEL: (("ptr",) * len(init), None)}
-    program = jit.load(objects=[obj], signatures=signature, threads=threads)
+    then time it: (seconds per call of each repeat, the arguments after the first call, the
+    baseline's seconds per call timed just before each repeat; empty without a baseline)."""
+    kernel = _Loaded(obj, init, threads)
     try:
-        cfn = program.c_function(KERNEL)
-        args = [aligned_copy(a) for a in init]
-        call = functools.partial(cfn, *(a.ctypes.data for a in args))
-        (first,) = time_calls(call, 1, 1)
-        outputs = [a.copy() for a in args]
-        if number <= 0:  # auto: at least MIN_REPEAT_S per repeat
-            number = max(1, int(MIN_REPEAT_S / max(first, 1e-9)))
+        (first,) = time_calls(kernel.call, 1, 1)
+        outputs = [a.copy() for a in kernel.args]
+        calls = _number(first, number)
+        per_repeat = first * calls
+        if baseline is not None:
+            (base_first,) = time_calls(baseline.call, 1, 1)
+            base_calls = _number(base_first, number)
+            per_repeat += base_first * base_calls
         # a slow kernel gets fewer repeats rather than a timeout (the budget is half the limit)
-        repeat = max(1, min(repeat, int(budget_s / max(first * number, 1e-9))))
-        return time_calls(call, repeat, number), outputs
+        repeat = max(1, min(repeat, int(budget_s / max(per_repeat, 1e-9))))
+        if baseline is None:
+            return time_calls(kernel.call, repeat, calls), outputs, []
+        costs: list[float] = []
+        base_costs: list[float] = []
+        for _ in range(repeat):  # alternated, so both see the host in the same state
+            base_costs += time_calls(baseline.call, 1, base_calls)
+            costs += time_calls(kernel.call, 1, calls)
+        return costs, outputs, base_costs
     finally:
-        program.close()
+        kernel.close()
 
 
 def _runner_main(conn: Connection) -> None:
-    """The runner process: answer each ("run", ...) with ("ok", costs, outputs, run_s) or
-    ("error", message) until ("exit",) or the parent goes away."""
+    """The runner process: answer each ("run", ...) with ("ok", costs, outputs, run_s,
+    baseline_costs) or ("error", message) until ("exit",) or the parent goes away."""
     jit.target_machine()  # LLVM's native target initialized before the first run
     inputs: dict[str, list[np.ndarray]] = {}
+    baseline: tuple[tuple[str, bytes, int], _Loaded] | None = None  # the last one, kept loaded
     conn.send(("ready",))
     while True:
         try:
@@ -78,16 +117,27 @@ def _runner_main(conn: Connection) -> None:
             return
         if msg[0] == "exit":
             return
-        _, key, signature, obj, repeat, number, budget_s, threads = msg
+        _, key, signature, obj, repeat, number, budget_s, threads, baseline_obj = msg
         t_start = time.perf_counter()
         if key not in inputs:
             inputs[key] = random_inputs(signature)
         try:
-            costs, outputs = _run(inputs[key], obj, repeat, number, budget_s, threads)
+            loaded = None
+            if baseline_obj is not None:
+                which = (key, baseline_obj, threads)
+                if baseline is None or baseline[0] != which:
+                    if baseline is not None:
+                        baseline[1].close()
+                        baseline = None
+                    baseline = which, _Loaded(baseline_obj, inputs[key], threads)
+                loaded = baseline[1]
+            costs, outputs, base_costs = _run(
+                inputs[key], obj, repeat, number, budget_s, threads, loaded
+            )
         except Exception as e:  # a broken object file, not a crash
             conn.send(("error", f"{type(e).__name__}: {e}"))
             continue
-        conn.send(("ok", costs, outputs, time.perf_counter() - t_start))
+        conn.send(("ok", costs, outputs, time.perf_counter() - t_start, base_costs))
 
 
 # ----------------------------------------------------------------------------- the parent
@@ -121,31 +171,31 @@ class LocalRunner:
         loops on `settings.threads` threads."""
 
         def run_one(obj: bytes) -> tuple[str, Any]:
-            return self._run_one(inputs.key, inputs.signature, obj, settings)
+            return self._run_one(inputs, obj, settings)
 
         return run_each("LocalRunner", builds, run_one, check, self.stop)
 
-    def _run_one(
-        self, key: str, signature: Signature, obj: bytes, settings: RunSettings
-    ) -> tuple[str, Any]:
-        """("ok", (costs, outputs, run_s)) | ("runtime_error" | "timeout", message)."""
+    def _run_one(self, inputs: RunInputs, obj: bytes, settings: RunSettings) -> tuple[str, Any]:
+        """("ok", (costs, outputs, run_s, baseline_costs)) | ("runtime_error" | "timeout",
+        message)."""
         timeout_s = settings.timeout_s
         question = (
             "run",
-            key,
-            signature,
+            inputs.key,
+            inputs.signature,
             obj,
             settings.repeat,
             settings.number,
             timeout_s / 2,
             settings.threads,
+            inputs.baseline,
         )
         kind, msg = self.child.ask(question, timeout_s)
         if kind != "reply":
             return kind, msg
         if msg[0] == "error":  # a broken object file: the child is fine
             return "runtime_error", msg[1]
-        return "ok", (msg[1], msg[2], msg[3])
+        return "ok", (msg[1], msg[2], msg[3], msg[4])
 
 
 _RUNNER: LocalRunner | None = None

@@ -259,19 +259,30 @@ def _bench_directory(args: argparse.Namespace) -> int:
     default), as one table of ratios against onnxruntime."""
     from compiler.benchmark import bench_directory, directory_table
 
-    if args.db:
-        raise UsageError("--db applies to one model; bench a directory with default schedules")
     if args.layout:
         raise UsageError("--layout applies to one model; a directory is benched in the default")
     threads = (1, args.threads if args.threads > 1 else 2)
     if not any(Path(args.model).glob("*.onnx")):
         raise UsageError(f"no .onnx files in the directory {args.model}")
+
+    def tuned(path: Path, t: int) -> dict[str, Any]:
+        """--db's schedules and layout for one model at `t` threads (each model's own layout
+        record; the schedules are per kernel, so one database serves every model)."""
+        if not args.db:
+            return {}
+        per_model = argparse.Namespace(**{**vars(args), "threads": t})
+        return {
+            "schedules": _schedules(args.db, t, args.target),
+            "layout": _layout(per_model, _model_arg(str(path))),
+        }
+
     rows = bench_directory(
         args.model,
         threads,
         args.seconds,
         target=args.target,
         progress=lambda name: print(f"bench: {name}", file=sys.stderr, flush=True),
+        options=tuned,
     )
     if args.json:
         _stdout(json.dumps(rows) + "\n")
@@ -529,7 +540,8 @@ def _report_db_use(notes: dict[str, Attribute]) -> None:
         return
     print(
         f"ziggurat: {stats.tuned} of {stats.kernels} kernels use tuned schedules; "
-        f"{len(stats.fallback)} fell back to the default schedule",
+        f"{len(stats.fallback)} fell back to the default schedule (no record), "
+        f"{len(stats.default_won)} keep it (no record beat it)",
         file=sys.stderr,
     )
 

@@ -10,6 +10,7 @@ options and a missing database are one clear error.
 
 from __future__ import annotations
 
+import json
 import random
 from pathlib import Path
 
@@ -138,6 +139,33 @@ def test_each_kernel_gets_its_best_usable_record(tmp_path: Path) -> None:
     stats = autotune_stats(module.attributes)
     assert stats is not None
     assert (stats.kernels, stats.tuned, len(stats.fallback)) == (2, 1, 1)
+
+
+@pytest.mark.parametrize("baseline, applied", [(1.0e-5, False), (2.0e-5, False), (3.0e-5, True)])
+def test_a_record_slower_than_the_default_beside_it_is_not_applied(
+    tmp_path: Path, baseline: float, applied: bool
+) -> None:
+    """The best record (2e-5 s) was timed beside the default schedule: applied only where it
+    was faster than it; otherwise the kernel keeps the default schedule and the stats say so."""
+    path = tmp_path / "tune.jsonl"
+    expected = _database(path)
+    lines = path.read_text().splitlines()
+    first = json.loads(lines[0])  # the best record
+    first["baseline_costs"] = [baseline]
+    path.write_text("\n".join([json.dumps(first), *lines[1:]]) + "\n")
+    ctx = make_context()
+    module = Parser(ctx, MODULE).parse_module()
+    with pytest.warns(UserWarning, match=IGNORED):
+        AutotunePass(db=str(path)).apply(ctx, module)
+    (anchor,) = generics_of(_kernel(module, "kernel_0"))
+    stats = autotune_stats(module.attributes)
+    assert stats is not None and stats.kernels == 2 and len(stats.fallback) == 1
+    if applied:
+        assert schedule_of(anchor) == expected["space"].to_schedule(expected["config"])
+        assert stats.tuned == 1 and stats.default_won == []
+    else:
+        assert SCHEDULE_ATTR_NAME not in anchor.attributes
+        assert stats.tuned == 0 and stats.default_won == ["matmul 32x64 k48 (kernel_0)"]
 
 
 def test_the_tuned_module_matches_numpy(tmp_path: Path) -> None:

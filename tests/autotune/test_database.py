@@ -29,6 +29,7 @@ import pytest
 from autotune.database import (
     Database,
     DatabaseError,
+    comparable_costs,
     compiler_version,
     config_key,
     make_record,
@@ -74,6 +75,27 @@ def test_append_records_best_round_trip(tmp_path: Path) -> None:
         assert again.measured_keys("wk") == {config_key(rec(i)["config"]) for i in (0, 1, 2, 3)}
         assert again.workloads() == {"wk", "other"}
     assert got[0]["compiler_version"] == compiler_version() != ""
+
+
+def test_paired_records_rank_by_their_ratio_to_the_baseline(tmp_path: Path) -> None:
+    """A host twice as slow for a while (a shared VM): candidates timed then are compared with
+    those timed before by their cost over the default schedule's, timed beside each."""
+    db = Database(tmp_path / "db.jsonl")
+    slow, fast = [2.0e-3], [1.0e-3]  # the baseline's time in each phase
+    db.append(rec(0, costs=[2.0e-3], baseline_costs=slow))  # the default itself: ratio 1
+    db.append(rec(1, costs=[1.8e-3], baseline_costs=slow))  # 0.9: the fastest
+    db.append(rec(2, costs=[0.95e-3], baseline_costs=fast))  # 0.95: least seconds, but not best
+    db.append(rec(3, costs=[0.5e-3], baseline_costs=fast, threads=2))  # another thread count
+    db.append(rec(4, costs=[0.97e-3]))  # not paired: its own cost
+    got = db.ranked("wk", threads=1)
+    assert [r["config"]["tile"][0] for r in got] == [1, 2, 4, 0]
+    costs = comparable_costs(got)  # in the fast phase's seconds (its least baseline)
+    assert costs == pytest.approx([0.9e-3, 0.95e-3, 0.97e-3, 1.0e-3])
+    best = db.best("wk", threads=2)
+    assert best is not None and best["config"]["tile"] == [3, 1]
+    assert comparable_costs([rec(5, costs=[], error_kind="timeout", baseline_costs=slow)]) == [
+        math.inf
+    ]
 
 
 def test_records_of_another_version_or_space_are_ignored_with_one_warning(tmp_path: Path) -> None:
@@ -212,6 +234,8 @@ BAD_RECORDS = {
     ),
     "costs is a string": ({"costs": "0.1"}, "costs is a string, not a list"),
     "costs NaN": ({"costs": [math.nan]}, "costs contain a non-finite value"),
+    "baseline costs zero": ({"baseline_costs": [0.0]}, "baseline_costs contain a value <= 0"),
+    "baseline costs a number": ({"baseline_costs": 0.1}, "baseline_costs is a number, not a list"),
     "costs infinite": ({"costs": [-math.inf]}, "costs contain a non-finite value"),
     "cost zero": ({"costs": [0.0]}, "costs contain a value <= 0"),
     "cost negative": ({"costs": [-1.0, 2.0]}, "costs contain a value <= 0"),

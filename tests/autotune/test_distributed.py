@@ -798,6 +798,11 @@ def test_replies_are_checked_before_anything_is_believed() -> None:
 
     (r,) = zdist.decode_reply(reply(), 1, target)
     assert r == MeasureResult([1e-3, 2e-3], None, "", 0.5, 0.25)
+    paired = {**row, "baseline_costs": [3e-3, 4e-3]}  # a paired measurement's
+    (r,) = zdist.decode_reply(reply(results=[paired]), 1, target)
+    assert r == MeasureResult([1e-3, 2e-3], None, "", 0.5, 0.25, [3e-3, 4e-3])
+    (again,) = zdist.decode_reply(zdist.encode_reply([r], target), 1, target)
+    assert again == r
     bad = {
         "not text": (b"{}", "is a bytes, not JSON text"),
         "not JSON": ("{", "is not JSON"),
@@ -816,6 +821,14 @@ def test_replies_are_checked_before_anything_is_believed() -> None:
             "missing ['run_s']",
         ),
         "extra field": (reply(results=[{**row, "exec": "rm -rf"}]), "unexpected ['exec']"),
+        "bad baseline": (
+            reply(results=[{**row, "baseline_costs": [0.0]}]),
+            "baseline_cost 0.0 is not a finite positive number of seconds",
+        ),
+        "baseline not a list": (
+            reply(results=[{**row, "baseline_costs": 1e-3}]),
+            "baseline_costs is not a list",
+        ),
     }
     for name, (text, message) in bad.items():
         results = zdist.decode_reply(text, 1, target)

@@ -13,12 +13,12 @@ from pathlib import Path
 import onnx
 import pytest
 
-from autotune.database import Database
+from autotune.database import Database, comparable_costs
 from autotune.measure import MeasureResult, measure
 from autotune.space import SearchSpace
 from autotune.task import Task, anchor_info, extract_tasks
-from autotune.tune_model import tune_tasks
-from autotune.tuner import TuneProgress, tune_task
+from autotune.tune_model import ModelTuneSummary, tune_tasks
+from autotune.tuner import TaskTuneResult, TuneProgress, tune_task
 from compiler import zoo
 
 pytest.importorskip("xgboost")
@@ -108,7 +108,9 @@ def test_tune_task_records_every_trial_and_resumes(
     assert len(set(keys)) == len(keys), "a config was measured twice"
     ok = [r for r in records if r["error_kind"] is None]
     assert ok, [r["error"] for r in records]
-    best_from_db = max(matmul_task.flops / min(r["costs"]) / 1e9 for r in ok)
+    # paired records (each timed beside the default schedule) compare by their ratio to it
+    assert all(r["baseline_costs"] for r in ok)
+    best_from_db = max(matmul_task.flops / c / 1e9 for c in comparable_costs(ok))
     assert result.best_gflops == pytest.approx(best_from_db)
     assert result.best_gflops > 0 and result.best_config is not None
     assert all(b >= a for a, b in zip(result.curve, result.curve[1:])), result.curve
@@ -189,3 +191,54 @@ def test_tune_tasks_spends_exactly_the_budget(tmp_path: Path) -> None:
     assert sum(summary2.trials.values()) == 3
     per_workload = [(r["workload_key"], json.dumps(r["config"], sort_keys=True)) for r in records2]
     assert len(set(per_workload)) == len(per_workload)
+
+
+def test_a_host_that_changes_speed_does_not_mislead_the_tuner(
+    tmp_path: Path, matmul_task: Task
+) -> None:
+    """Candidates measured while the host ran 3x slower are compared with the others by their
+    time over the default schedule's timed beside them (paired measurement), not by seconds."""
+    import hashlib
+
+    info = anchor_info(matmul_task)
+    space = SearchSpace(info)
+    default = space.to_passes(space.default_config(), matmul_task.anchor)
+
+    def true_ratio(passes: list[str]) -> float:  # each config's speed over the default's
+        if passes == default:
+            return 1.0
+        h = int(hashlib.sha256(json.dumps(passes).encode()).hexdigest(), 16)
+        return 0.6 + 0.8 * (h % 1000) / 1000
+
+    def phased(task: Task, candidates: list[list[str]]) -> list[MeasureResult]:
+        out = []
+        for passes in candidates:
+            r = true_ratio(passes)
+            base = 3e-4 * (3.0 if r < 1.0 else 1.0)  # the good ones met a slow host
+            out.append(MeasureResult([base * r], baseline_costs=[base]))
+        return out
+
+    db = Database(tmp_path / "db.jsonl")
+    result = tune_task(matmul_task, info, db, 12, seed=1, batch=4, progress=None, measure_fn=phased)
+    records = lines(tmp_path / "db.jsonl")
+    key = space.key
+    truth = {key(r["config"]): true_ratio(r["passes"]) for r in records}
+    fastest = min(truth, key=lambda k: truth[k])
+    assert truth[fastest] < 1.0  # some were measured on the slow host
+    by_seconds = min(records, key=lambda r: min(r["costs"]))
+    assert key(by_seconds["config"]) != fastest  # what comparing seconds would pick
+    assert result.best_config is not None and key(result.best_config) == fastest
+    best = Database(tmp_path / "db.jsonl").best(matmul_task.workload_key, space.space_hash())
+    assert best is not None and key(best["config"]) == fastest
+    assert result.best_gflops == pytest.approx(matmul_task.flops / (3e-4 * truth[fastest]) / 1e9)
+    assert result.vs_default == pytest.approx(truth[fastest])
+
+
+def test_the_summary_says_where_no_record_beat_the_default(matmul_task: Task) -> None:
+    summary = ModelTuneSummary([matmul_task])
+    header = summary.table().splitlines()[0]
+    assert header.split()[-2:] == ["vs", "default"]
+    for vs, shown in ((0.8, "0.80x"), (1.0, "1.00x (kept)"), (None, "-")):
+        summary.results[matmul_task.workload_key] = TaskTuneResult(matmul_task, 1.0, {}, [], vs)
+        row = summary.table().splitlines()[1]
+        assert row.endswith(" " + shown), row

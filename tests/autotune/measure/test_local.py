@@ -198,6 +198,16 @@ def test_correct_candidates_are_timed_in_one_runner(runner: LocalRunner) -> None
     assert runner.pid == pid  # nothing crashed: the runner was reused
 
 
+def test_candidates_are_timed_beside_the_default_schedule(runner: LocalRunner) -> None:
+    default, scheduled = measure(TASK, [["default-schedule"], SCHEDULED], repeat=5, runner=runner)
+    for r in (default, scheduled):
+        assert r.ok and len(r.baseline_costs) == len(r.costs) == 5
+    # the default schedule against itself: the same code, timed in the same moments
+    assert 0.5 < default.min_s / min(default.baseline_costs) < 2.0
+    (alone,) = measure(TASK, [SCHEDULED], repeat=2, runner=runner, paired=False)
+    assert alone.ok and len(alone.costs) == 2 and alone.baseline_costs == []
+
+
 def test_segfault_is_a_runtime_error_and_the_next_candidate_measures(runner: LocalRunner) -> None:
     results = measure(
         TASK, [[], [], SCHEDULED], repeat=2, kernel_irs=[None, SEGFAULT_IR, None], runner=runner

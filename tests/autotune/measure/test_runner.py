@@ -100,3 +100,29 @@ def test_crashes_and_missing_kernels_are_results(runner: LocalRunner) -> None:
 def test_a_build_without_an_artifact_is_not_run(runner: LocalRunner) -> None:
     with pytest.raises(ValueError, match="without an artifact"):
         runner.run(INPUTS, [BuildResult(None, "CompileError: no")], FAST)
+
+
+SLOW = (
+    DOUBLE.replace(f"icmp eq i64 %next, {N}", "icmp eq i64 %next, 8192")
+    .replace("%i = phi", "%j = phi")
+    .replace("%next = add i64 %i", "%next = add i64 %j")
+    .replace("[ %next, %loop ]", "[ %next, %loop ]\n  %i = and i64 %j, 15")
+    .replace("load float", "load volatile float")
+    .replace("store float", "store volatile float")
+)
+"""DOUBLE 512 times over, with volatile accesses: a baseline much slower than DOUBLE."""
+
+
+def test_a_baseline_is_timed_beside_every_repeat(runner: LocalRunner) -> None:
+    paired = RunInputs(INPUTS.key, INPUTS.signature, _build(SLOW).artifact)
+    settings = RunSettings(repeat=4, number=3, timeout_s=20.0)
+    runs = runner.run(paired, [_build(DOUBLE), _build(CRASH), _build(DOUBLE)], settings)
+    assert [r.error_kind for r in runs] == [None, "runtime_error", None]
+    for r in (runs[0], runs[2]):  # after the crash, a fresh process loads the baseline again
+        assert len(r.costs) == len(r.baseline_costs) == 4
+        assert min(r.baseline_costs) > 4 * min(r.costs)  # the slow one is the baseline
+        assert r.outputs is not None  # the candidate's outputs, not the baseline's
+        np.testing.assert_array_equal(r.outputs[1], 2 * r.outputs[0])
+    assert not runs[1].baseline_costs
+    (alone,) = runner.run(INPUTS, [_build(DOUBLE)], settings)
+    assert alone.ok and len(alone.costs) == 4 and alone.baseline_costs == []

@@ -596,10 +596,15 @@ def test_tune_prints_progress_and_summary(tuned: dict) -> None:
         assert piece in progress, progress
     assert "trials 6/6" in progress, progress
     header, *rows = [line for line in r.stdout.splitlines() if line.strip() and "->" not in line]
-    assert re.search(r"task\s+weight\s+trials\s+best GFLOP/s\s+latency us", header), r.stdout
+    assert re.search(r"task\s+weight\s+trials\s+best GFLOP/s\s+latency us\s+vs default", header), (
+        r.stdout
+    )
     assert len(rows) == 1 and rows[0].startswith("matmul 64x64 k64"), r.stdout
-    _, weight, trials, gflops, _ = rows[0].rsplit(None, 4)
+    row = re.search(r"(\d+)\s+(\d+)\s+([\d.]+)\s+([\d.]+)\s+(\d+\.\d\dx)( \(kept\))?$", rows[0])
+    assert row, rows[0]
+    weight, trials, gflops, _, vs, kept = row.groups()
     assert (weight, trials) == ("1", "6") and float(gflops) > 0, rows[0]
+    assert (float(vs[:-1]) >= 1.0) == (kept is not None), rows[0]  # timed beside the default
     records = [json.loads(line) for line in complete_lines(tuned["db"])]
     assert len(records) == 6 and tuned["db"].read_bytes().endswith(b"\n")
 
@@ -875,6 +880,15 @@ def test_tune_searches_the_layout_and_bench_applies_it(tmp_path: Path) -> None:
     r = run_cli("bench", "zoo:small-cnn", "--db", db, "--seconds", "0.05", "--layout", "NCHW")
     assert r.returncode == 0 and "as tuned in" not in r.stderr, r.stderr
     assert re.search(r"^layout\s+NCHW$", r.stdout, re.M), r.stdout
+    # a directory of models benched with the database: each model in its own tuned layout
+    models = tmp_path / "models"
+    models.mkdir()
+    onnx.save(zoo.small_cnn(), models / "cnn.onnx")
+    r = run_cli("bench", models, "--db", db, "--seconds", "0.05", "--json")
+    assert r.returncode == 0, r.stderr
+    (row,) = json.loads(r.stdout)
+    assert row["runs"]["1"]["layout"] == chosen[1], row  # tuned at one thread
+    assert row["runs"]["2"]["layout"] == "auto", row  # nothing tuned at two
 
 
 @needs_xgboost
