@@ -1,7 +1,10 @@
 """The checker: each task's reference outputs (its default schedule), and the comparison with them.
 
-The reference of a (task, target) is built with the first batch measured for the task, run once
-by the same runner on the same inputs as the candidates, and kept for the process. When it cannot
+The reference of a (task, target, threads) is built with the first batch measured for the task,
+run once by the same runner on the same inputs as the candidates, and kept for the process. It
+is the default schedule for that many threads (`reference_passes`): what a paired measurement
+times beside each candidate (runner.py), so a two-thread candidate is compared with the
+two-thread default, not the serial one. When it cannot
 be made (the kernel's arguments, its build, a crash, a timeout), the reason is kept instead and
 no candidate of the task is run or counted as correct (`reference_error`).
 """
@@ -26,6 +29,13 @@ if TYPE_CHECKING:
     from autotune.task import Task
 
 REFERENCE_PASSES = ["default-schedule"]
+
+
+def reference_passes(threads: int = 1) -> list[str]:
+    """The default schedule for `threads` threads (REFERENCE_PASSES for one)."""
+    return list(REFERENCE_PASSES) if threads <= 1 else [f"default-schedule{{threads={threads}}}"]
+
+
 REFERENCE_TIMEOUT_S = 60.0  # the least time a reference run gets (it defines correctness)
 
 
@@ -61,23 +71,31 @@ class ReferenceChecker:
     """Checks candidates against the default schedule of their task (see the module docstring)."""
 
     def __init__(self) -> None:
-        # per (workload, target)
-        self._references: dict[tuple[str, str], Reference] = {}
+        # per (workload, target, threads)
+        self._references: dict[tuple[str, str, int], Reference] = {}
 
-    def reference(self, task: Task, target: str) -> Reference | None:
-        return self._references.get((task.workload_key, target))
+    def reference(self, task: Task, target: str, threads: int = 1) -> Reference | None:
+        return self._references.get((task.workload_key, target, threads))
 
-    def reference_input(self, task: Task) -> BuildInput:
-        return BuildInput(task, list(REFERENCE_PASSES))
+    def reference_input(self, task: Task, threads: int = 1) -> BuildInput:
+        return BuildInput(task, reference_passes(threads))
 
     def make_reference(
-        self, task: Task, target: str, build: BuildResult, runner: Runner, timeout_s: float
+        self,
+        task: Task,
+        target: str,
+        build: BuildResult,
+        runner: Runner,
+        timeout_s: float,
+        threads: int = 1,
     ) -> Reference:
-        ref = self._make(task, build, runner, timeout_s)
-        self._references[(task.workload_key, target)] = ref
+        ref = self._make(task, build, runner, timeout_s, threads)
+        self._references[(task.workload_key, target, threads)] = ref
         return ref
 
-    def _make(self, task: Task, build: BuildResult, runner: Runner, timeout_s: float) -> Reference:
+    def _make(
+        self, task: Task, build: BuildResult, runner: Runner, timeout_s: float, threads: int
+    ) -> Reference:
         try:
             signature = kernel_signature(task.kernel_ir)
             unspecified = frozenset(private_args(task.kernel_ir))
@@ -86,7 +104,8 @@ class ReferenceChecker:
             return Reference([], None, why)
         if not build.ok:
             return Reference(signature, None, f"compile_error: {build.error}")
-        settings = RunSettings(repeat=1, number=1, timeout_s=max(timeout_s, REFERENCE_TIMEOUT_S))
+        timeout_s = max(timeout_s, REFERENCE_TIMEOUT_S)
+        settings = RunSettings(repeat=1, number=1, timeout_s=timeout_s, threads=threads)
         (run,) = runner.run(RunInputs(task.workload_key, signature), [build], settings)
         if not run.ok or run.outputs is None:
             return Reference(signature, None, f"{run.error_kind}: {run.error}")

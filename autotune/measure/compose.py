@@ -39,14 +39,17 @@ def measure_with(
     irs = kernel_irs if kernel_irs is not None else [None] * len(candidates)
     if len(irs) != len(candidates):
         raise ValueError("kernel_irs must have one entry per candidate")
-    reference = checker.reference(task, target)
+    threads = settings.threads
+    reference = checker.reference(task, target, threads)
     inputs = [BuildInput(task, list(c), ir) for c, ir in zip(candidates, irs, strict=True)]
     if reference is None:
-        inputs.append(checker.reference_input(task))
+        inputs.append(checker.reference_input(task, threads))
     built = builder.build(inputs)
 
     if reference is None:
-        reference = checker.make_reference(task, target, built.pop(), runner, settings.timeout_s)
+        reference = checker.make_reference(
+            task, target, built.pop(), runner, settings.timeout_s, threads
+        )
         if reference.outputs is None:  # once per task; its records carry the reason
             warnings.warn(
                 f"measure: no reference output for {task.name} ({reference.error}): "

@@ -71,14 +71,20 @@ class CpuReferenceChecker:
         assert reference is not None  # measure_with made it
         return reference
 
-    def reference(self, task: Task, target: str) -> Reference | None:
-        return self.checker.reference(task, CPU)
+    def reference(self, task: Task, target: str, threads: int = 1) -> Reference | None:
+        return self.checker.reference(task, CPU)  # a device's kernels have no thread count
 
-    def reference_input(self, task: Task) -> BuildInput:
+    def reference_input(self, task: Task, threads: int = 1) -> BuildInput:
         return self.checker.reference_input(task)
 
     def make_reference(
-        self, task: Task, target: str, build: BuildResult, runner: Runner, timeout_s: float
+        self,
+        task: Task,
+        target: str,
+        build: BuildResult,
+        runner: Runner,
+        timeout_s: float,
+        threads: int = 1,
     ) -> Reference:
         """The CPU's (`build` and `runner`, the device's, are not used: see the class)."""
         return self.prepare(task)

@@ -243,19 +243,27 @@ class Runner(Protocol):
 
 
 class Checker(Protocol):
-    def reference(self, task: Task, target: str) -> Reference | None:
-        """The reference of `task` on `target` made earlier, or None."""
+    def reference(self, task: Task, target: str, threads: int = 1) -> Reference | None:
+        """The reference of `task` on `target` for `threads` threads made earlier, or None."""
         ...
 
-    def reference_input(self, task: Task) -> BuildInput:
-        """What to build for the reference (built along with the first batch's candidates)."""
+    def reference_input(self, task: Task, threads: int = 1) -> BuildInput:
+        """What to build for the reference (built along with the first batch's candidates): the
+        default schedule for `threads` threads."""
         ...
 
     def make_reference(
-        self, task: Task, target: str, build: BuildResult, runner: Runner, timeout_s: float
+        self,
+        task: Task,
+        target: str,
+        build: BuildResult,
+        runner: Runner,
+        timeout_s: float,
+        threads: int = 1,
     ) -> Reference:
-        """Run the reference build and keep its outputs for `task` on `target`. A failure (the
-        kernel's arguments, the build, a crash, a timeout) is a Reference without outputs."""
+        """Run the reference build (on `threads` threads) and keep its outputs for `task` on
+        `target`. A failure (the kernel's arguments, the build, a crash, a timeout) is a
+        Reference without outputs."""
         ...
 
     def check(

@@ -208,6 +208,19 @@ def test_candidates_are_timed_beside_the_default_schedule(runner: LocalRunner) -
     assert alone.ok and len(alone.costs) == 2 and alone.baseline_costs == []
 
 
+def test_a_threaded_candidate_is_timed_beside_the_threaded_default(runner: LocalRunner) -> None:
+    """At two threads the reference (and baseline) is the two-thread default schedule: a
+    candidate is compared with what the model would otherwise run, not the serial default."""
+    assert checker.DEFAULT_CHECKER.reference_input(TASK, 2).passes == [
+        "default-schedule{threads=2}"
+    ]
+    assert checker.DEFAULT_CHECKER.reference_input(TASK).passes == ["default-schedule"]
+    (same,) = measure(TASK, [["default-schedule{threads=2}"]], repeat=5, runner=runner, threads=2)
+    assert same.ok and len(same.baseline_costs) == 5
+    assert 0.5 < same.min_s / min(same.baseline_costs) < 2.0
+    assert checker.DEFAULT_CHECKER.reference(TASK, "cpu", 2) is not None
+
+
 def test_segfault_is_a_runtime_error_and_the_next_candidate_measures(runner: LocalRunner) -> None:
     results = measure(
         TASK, [[], [], SCHEDULED], repeat=2, kernel_irs=[None, SEGFAULT_IR, None], runner=runner
