@@ -7,10 +7,14 @@ write may have corrupted it). Each workload's inputs are made once per process
 (`random_inputs`) and copied for every run, so every candidate sees the same data.
 
 Paired timing: given a baseline (the task's default schedule, `RunInputs.baseline`), the child
-keeps it loaded and times it just before each of a candidate's repeats. A shared host's speed
-changes over seconds to minutes (this project's 2-vCPU VM runs a two-thread kernel in 245 us or
-in 520 us, depending on the minute: tests/bench/bench_thread_noise.py); a candidate's cost over
-its baseline's is the same in either phase, so records measured minutes apart stay comparable.
+keeps it loaded and times it just before each of a candidate's repeats; then the batch's correct
+candidates and the baseline are timed again in rotation (one call series each per round), and
+those are the costs. A shared host's speed changes: this project's 2-vCPU VM loses its second
+vCPU for bursts of tens of milliseconds, during which a two-thread default schedule runs up to
+6x slower while a candidate that barely uses the second thread does not
+(tests/bench/bench_thread_noise.py). Rotation spreads each one's samples over the whole batch,
+so each minimum is likely to come from an undisturbed moment, and a candidate's cost over its
+baseline's stays comparable with records measured minutes apart.
 """
 
 from __future__ import annotations
@@ -103,6 +107,35 @@ def _run(
         kernel.close()
 
 
+def _rotate(
+    init: list[np.ndarray],
+    objs: list[bytes],
+    baseline: bytes,
+    repeat: int,
+    number: int,
+    budget_s: float,
+    threads: int,
+) -> tuple[list[list[float]], list[float]]:
+    """Time the baseline and every object in turns, `repeat` rounds (fewer if they would take
+    more than `budget_s`): (each object's seconds per call, one per round; the baseline's)."""
+    loaded: list[_Loaded] = []
+    try:
+        for obj in [baseline, *objs]:
+            loaded.append(_Loaded(obj, init, threads))
+        firsts = [time_calls(k.call, 1, 1)[0] for k in loaded]  # warm-up
+        calls = [_number(f, number) for f in firsts]
+        per_round = sum(f * n for f, n in zip(firsts, calls, strict=True))
+        rounds = max(1, min(repeat, int(budget_s / max(per_round, 1e-9))))
+        costs: list[list[float]] = [[] for _ in loaded]
+        for _ in range(rounds):
+            for k, n, out in zip(loaded, calls, costs, strict=True):
+                out += time_calls(k.call, 1, n)
+        return costs[1:], costs[0]
+    finally:
+        for k in loaded:
+            k.close()
+
+
 def _runner_main(conn: Connection) -> None:
     """The runner process: answer each ("run", ...) with ("ok", costs, outputs, run_s,
     baseline_costs) or ("error", message) until ("exit",) or the parent goes away."""
@@ -117,6 +150,19 @@ def _runner_main(conn: Connection) -> None:
             return
         if msg[0] == "exit":
             return
+        if msg[0] == "rotate":
+            _, key, signature, objs, baseline_obj, repeat, number, budget_s, threads = msg
+            if key not in inputs:
+                inputs[key] = random_inputs(signature)
+            try:
+                rotated = _rotate(
+                    inputs[key], objs, baseline_obj, repeat, number, budget_s, threads
+                )
+            except Exception as e:  # a broken object file, not a crash
+                conn.send(("error", f"{type(e).__name__}: {e}"))
+                continue
+            conn.send(("ok", *rotated))
+            continue
         _, key, signature, obj, repeat, number, budget_s, threads, baseline_obj = msg
         t_start = time.perf_counter()
         if key not in inputs:
@@ -168,12 +214,49 @@ class LocalRunner:
         check: Check | None = None,
     ) -> list[RunResult]:
         """See interfaces.Runner. Object code that calls the thread-pool runtime runs its parallel
-        loops on `settings.threads` threads."""
+        loops on `settings.threads` threads. With a baseline, the builds that ran correctly are
+        then timed again in rotation with it (`_rotate`), and those timings are their costs."""
 
         def run_one(obj: bytes) -> tuple[str, Any]:
             return self._run_one(inputs, obj, settings)
 
-        return run_each("LocalRunner", builds, run_one, check, self.stop)
+        results = run_each("LocalRunner", builds, run_one, check, self.stop)
+        if inputs.baseline is not None:
+            self._rotate(inputs, builds, results, settings)
+        return results
+
+    def _rotate(
+        self,
+        inputs: RunInputs,
+        builds: Sequence[BuildResult],
+        results: list[RunResult],
+        settings: RunSettings,
+    ) -> None:
+        """Replace the costs of the correct runs with timings taken in turns with each other and
+        the baseline: a burst of stolen cycles (tens of ms on this project's VM) then slows one
+        round of every one of them, not all of one candidate's repeats, and each has the same
+        baseline timings. If the rotation fails (a crash, a timeout), the costs stay those of
+        each build's own paired run."""
+        ok = [i for i, r in enumerate(results) if r.ok]
+        if not ok:
+            return
+        objs = [builds[i].artifact for i in ok]
+        question = (
+            "rotate",
+            inputs.key,
+            inputs.signature,
+            objs,
+            inputs.baseline,
+            settings.repeat,
+            settings.number,
+            settings.timeout_s / 2 * len(objs),
+            settings.threads,
+        )
+        kind, msg = self.child.ask(question, settings.timeout_s * len(objs))
+        if kind != "reply" or msg[0] != "ok":
+            return
+        for i, costs in zip(ok, msg[1], strict=True):
+            results[i].costs, results[i].baseline_costs = costs, list(msg[2])
 
     def _run_one(self, inputs: RunInputs, obj: bytes, settings: RunSettings) -> tuple[str, Any]:
         """("ok", (costs, outputs, run_s, baseline_costs)) | ("runtime_error" | "timeout",

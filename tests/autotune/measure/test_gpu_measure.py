@@ -32,6 +32,7 @@ from autotune.measure import (
     kernel_signature,
     measure,
 )
+from autotune.measure.gpu_measure import CpuReferenceChecker
 from autotune.task import Task, extract_tasks
 from compiler.backends.gpu.compile import unavailable_reason
 from compiler.backends.gpu.cuda_check import nvcc_path
@@ -139,7 +140,7 @@ def test_the_artifact_names_kernels_launches_and_arguments(runner: GpuRunner) ->
     assert mm["args"] == [["argument", i, 0] for i in range(3)]  # @main's = the kernel's
     # without a check the arguments come back: the CPU reference's values
     (run,) = runner.run(_inputs(matmul), [build], FAST)
-    reference = DEFAULT_CHECKER.reference(matmul, "cpu")
+    reference = CpuReferenceChecker().prepare(matmul)  # made by an earlier test, or now
     assert run.ok and run.outputs is not None and reference is not None, run.error
     assert reference.outputs is not None
     for got, want in zip(run.outputs, reference.outputs, strict=True):

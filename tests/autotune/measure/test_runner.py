@@ -113,7 +113,7 @@ SLOW = (
 """DOUBLE 512 times over, with volatile accesses: a baseline much slower than DOUBLE."""
 
 
-def test_a_baseline_is_timed_beside_every_repeat(runner: LocalRunner) -> None:
+def test_a_baseline_is_timed_in_turns_with_the_candidates(runner: LocalRunner) -> None:
     paired = RunInputs(INPUTS.key, INPUTS.signature, _build(SLOW).artifact)
     settings = RunSettings(repeat=4, number=3, timeout_s=20.0)
     runs = runner.run(paired, [_build(DOUBLE), _build(CRASH), _build(DOUBLE)], settings)
@@ -124,5 +124,7 @@ def test_a_baseline_is_timed_beside_every_repeat(runner: LocalRunner) -> None:
         assert r.outputs is not None  # the candidate's outputs, not the baseline's
         np.testing.assert_array_equal(r.outputs[1], 2 * r.outputs[0])
     assert not runs[1].baseline_costs
+    # then timed in turns with each other and the baseline: one baseline series for the batch
+    assert runs[0].baseline_costs == runs[2].baseline_costs
     (alone,) = runner.run(INPUTS, [_build(DOUBLE)], settings)
     assert alone.ok and len(alone.costs) == 4 and alone.baseline_costs == []
