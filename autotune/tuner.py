@@ -204,10 +204,10 @@ def tune_task(
         # None (measure.measure) leaves it to the database, which writes this host's
         where = getattr(measure_fn, "target", None)
         extra = target.record_fields()
+        remote = getattr(measure_fn, "remote", False)
         for config, result in zip(configs, results):
             record = make_record(task, space, config, result)
-            g = scores(record)[-1]
-            if g > best and getattr(measure_fn, "remote", False):  # a worker's word is not enough
+            if remote and scores(record)[-1] > best:  # a worker's word is not enough
                 passes = space.to_passes(config, task.anchor)
                 kwargs = getattr(measure_fn, "measure_kwargs", None)
                 result = recheck_locally(task, passes, result, measure, kwargs, threads)

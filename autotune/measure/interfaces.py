@@ -131,7 +131,7 @@ class RunResult:
     error_kind: str | None = None  # runtime_error, timeout, wrong_result; None on success
     error: str = ""
     run_s: float = 0.0  # wall time of the run in the runner (load, check call, timing)
-    # the baseline's seconds per call, each repeat timed just before the candidate's: on a host
+    # the baseline's seconds per call, timed in turns with the candidate's: on a host
     # whose speed changes over time (a shared VM's stolen cycles, a clock), min(costs) /
     # min(baseline_costs) compares candidates measured minutes apart; empty: not paired
     baseline_costs: list[float] = field(default_factory=list)
@@ -142,8 +142,8 @@ class RunResult:
 
 
 RunOne = Callable[[bytes], tuple[str, Any]]
-"""A runner's way of running one artifact: ("ok", (costs, outputs, run_s[, baseline_costs])) or
-(an error kind, why)."""
+"""A runner's way of running one artifact: ("ok", (costs, outputs, run_s)) or (an error kind,
+why)."""
 
 
 def run_each(
@@ -165,17 +165,16 @@ def run_each(
         if kind != "ok":
             results.append(RunResult(error_kind=kind, error=payload))
             continue
-        costs, outputs, run_s, *paired = payload
-        baseline = list(paired[0]) if paired else []
+        costs, outputs, run_s = payload
         if check is None:
-            results.append(RunResult(costs, outputs, None, "", run_s, baseline))
+            results.append(RunResult(costs, outputs, None, "", run_s))
             continue
         why = check(outputs)
         if why:
             restart()
-            results.append(RunResult(costs, None, "wrong_result", why, run_s, baseline))
+            results.append(RunResult(costs, None, "wrong_result", why, run_s))
         else:
-            results.append(RunResult(costs, None, None, "", run_s, baseline))
+            results.append(RunResult(costs, None, None, "", run_s))
     return results
 
 

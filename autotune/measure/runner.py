@@ -6,10 +6,9 @@ reused across candidates and restarted after a crash, a timeout or a rejected ou
 write may have corrupted it). Each workload's inputs are made once per process
 (`random_inputs`) and copied for every run, so every candidate sees the same data.
 
-Paired timing: given a baseline (the task's default schedule, `RunInputs.baseline`), the child
-keeps it loaded and times it just before each of a candidate's repeats; then the batch's correct
-candidates and the baseline are timed again in rotation (one call series each per round), and
-those are the costs. A shared host's speed changes: this project's 2-vCPU VM loses its second
+Paired timing: given a baseline (the task's default schedule, `RunInputs.baseline`), the batch's
+correct candidates and the baseline are timed again after their checked runs, in rotation (one
+call series each per round), and those are the costs. A shared host's speed changes: this project's 2-vCPU VM loses its second
 vCPU for bursts of tens of milliseconds, during which a two-thread default schedule runs up to
 6x slower while a candidate that barely uses the second thread does not
 (tests/bench/bench_thread_noise.py). Rotation spreads each one's samples over the whole batch,
@@ -72,37 +71,18 @@ def _number(first_s: float, number: int) -> int:
 
 
 def _run(
-    init: list[np.ndarray],
-    obj: bytes,
-    repeat: int,
-    number: int,
-    budget_s: float,
-    threads: int,
-    baseline: _Loaded | None = None,
-) -> tuple[list[float], list[np.ndarray], list[float]]:
+    init: list[np.ndarray], obj: bytes, repeat: int, number: int, budget_s: float, threads: int
+) -> tuple[list[float], list[np.ndarray]]:
     """Load `obj`, call its kernel once on copies of `init` (the checked call, and the warm-up),
-    then time it: (seconds per call of each repeat, the arguments after the first call, the
-    baseline's seconds per call timed just before each repeat; empty without a baseline)."""
+    then time it: (seconds per call of each repeat, the arguments after the first call)."""
     kernel = _Loaded(obj, init, threads)
     try:
         (first,) = time_calls(kernel.call, 1, 1)
         outputs = [a.copy() for a in kernel.args]
         calls = _number(first, number)
-        per_repeat = first * calls
-        if baseline is not None:
-            (base_first,) = time_calls(baseline.call, 1, 1)
-            base_calls = _number(base_first, number)
-            per_repeat += base_first * base_calls
         # a slow kernel gets fewer repeats rather than a timeout (the budget is half the limit)
-        repeat = max(1, min(repeat, int(budget_s / max(per_repeat, 1e-9))))
-        if baseline is None:
-            return time_calls(kernel.call, repeat, calls), outputs, []
-        costs: list[float] = []
-        base_costs: list[float] = []
-        for _ in range(repeat):  # alternated, so both see the host in the same state
-            base_costs += time_calls(baseline.call, 1, base_calls)
-            costs += time_calls(kernel.call, 1, calls)
-        return costs, outputs, base_costs
+        repeat = max(1, min(repeat, int(budget_s / max(first * calls, 1e-9))))
+        return time_calls(kernel.call, repeat, calls), outputs
     finally:
         kernel.close()
 
@@ -137,11 +117,11 @@ def _rotate(
 
 
 def _runner_main(conn: Connection) -> None:
-    """The runner process: answer each ("run", ...) with ("ok", costs, outputs, run_s,
-    baseline_costs) or ("error", message) until ("exit",) or the parent goes away."""
+    """The runner process: answer each ("run", ...) with ("ok", costs, outputs, run_s) and each
+    ("rotate", ...) with ("ok", costs of each object, baseline costs), or ("error", message),
+    until ("exit",) or the parent goes away."""
     jit.target_machine()  # LLVM's native target initialized before the first run
     inputs: dict[str, list[np.ndarray]] = {}
-    baseline: tuple[tuple[str, bytes, int], _Loaded] | None = None  # the last one, kept loaded
     conn.send(("ready",))
     while True:
         try:
@@ -150,40 +130,20 @@ def _runner_main(conn: Connection) -> None:
             return
         if msg[0] == "exit":
             return
-        if msg[0] == "rotate":
-            _, key, signature, objs, baseline_obj, repeat, number, budget_s, threads = msg
-            if key not in inputs:
-                inputs[key] = random_inputs(signature)
-            try:
-                rotated = _rotate(
-                    inputs[key], objs, baseline_obj, repeat, number, budget_s, threads
-                )
-            except Exception as e:  # a broken object file, not a crash
-                conn.send(("error", f"{type(e).__name__}: {e}"))
-                continue
-            conn.send(("ok", *rotated))
-            continue
-        _, key, signature, obj, repeat, number, budget_s, threads, baseline_obj = msg
+        kind, key, signature, *rest = msg
         t_start = time.perf_counter()
         if key not in inputs:
             inputs[key] = random_inputs(signature)
         try:
-            loaded = None
-            if baseline_obj is not None:
-                which = (key, baseline_obj, threads)
-                if baseline is None or baseline[0] != which:
-                    if baseline is not None:
-                        baseline[1].close()
-                        baseline = None
-                    baseline = which, _Loaded(baseline_obj, inputs[key], threads)
-                loaded = baseline[1]
-            costs, outputs, base_costs = _run(
-                inputs[key], obj, repeat, number, budget_s, threads, loaded
-            )
+            if kind == "rotate":
+                reply: tuple[Any, ...] = _rotate(inputs[key], *rest)
+            else:
+                costs, outputs = _run(inputs[key], *rest)
+                reply = (costs, outputs, time.perf_counter() - t_start)
         except Exception as e:  # a broken object file, not a crash
             conn.send(("error", f"{type(e).__name__}: {e}"))
             continue
-        conn.send(("ok", costs, outputs, time.perf_counter() - t_start, base_costs))
+        conn.send(("ok", *reply))
 
 
 # ----------------------------------------------------------------------------- the parent
@@ -236,7 +196,7 @@ class LocalRunner:
         the baseline: a burst of stolen cycles (tens of ms on this project's VM) then slows one
         round of every one of them, not all of one candidate's repeats, and each has the same
         baseline timings. If the rotation fails (a crash, a timeout), the costs stay those of
-        each build's own paired run."""
+        each build's own run, unpaired."""
         ok = [i for i, r in enumerate(results) if r.ok]
         if not ok:
             return
@@ -259,8 +219,7 @@ class LocalRunner:
             results[i].costs, results[i].baseline_costs = costs, list(msg[2])
 
     def _run_one(self, inputs: RunInputs, obj: bytes, settings: RunSettings) -> tuple[str, Any]:
-        """("ok", (costs, outputs, run_s, baseline_costs)) | ("runtime_error" | "timeout",
-        message)."""
+        """("ok", (costs, outputs, run_s)) | ("runtime_error" | "timeout", message)."""
         timeout_s = settings.timeout_s
         question = (
             "run",
@@ -271,14 +230,13 @@ class LocalRunner:
             settings.number,
             timeout_s / 2,
             settings.threads,
-            inputs.baseline,
         )
         kind, msg = self.child.ask(question, timeout_s)
         if kind != "reply":
             return kind, msg
         if msg[0] == "error":  # a broken object file: the child is fine
             return "runtime_error", msg[1]
-        return "ok", (msg[1], msg[2], msg[3], msg[4])
+        return "ok", (msg[1], msg[2], msg[3])
 
 
 _RUNNER: LocalRunner | None = None

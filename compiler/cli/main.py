@@ -270,10 +270,9 @@ def _bench_directory(args: argparse.Namespace) -> int:
         record; the schedules are per kernel, so one database serves every model)."""
         if not args.db:
             return {}
-        per_model = argparse.Namespace(**{**vars(args), "threads": t})
         return {
             "schedules": _schedules(args.db, t, args.target),
-            "layout": _layout(per_model, _model_arg(str(path))),
+            "layout": _layout(args, _model_arg(str(path)), t),
         }
 
     rows = bench_directory(
@@ -515,9 +514,10 @@ def _gpu_layout(layout: str | None) -> str:
     return "NCHW"
 
 
-def _layout(args: argparse.Namespace, model: Any) -> str:
+def _layout(args: argparse.Namespace, model: Any, threads: int | None = None) -> str:
     """The convolutions' layout: --layout, else the one `ziggurat tune` chose and recorded in
-    --db for this model on this CPU at --threads, else the default (auto); a GPU's: NCHW."""
+    --db for this model on this CPU at `threads` (default --threads), else the default (auto);
+    a GPU's: NCHW."""
     if getattr(args, "target", "cpu") != "cpu":
         return _gpu_layout(args.layout)
     if args.layout:
@@ -525,7 +525,7 @@ def _layout(args: argparse.Namespace, model: Any) -> str:
     if args.db:
         from autotune.layout_choice import tuned_layout
 
-        chosen = tuned_layout(args.db, model, args.threads)
+        chosen = tuned_layout(args.db, model, threads or args.threads)
         if chosen is not None:
             print(f"ziggurat: layout {chosen}, as tuned in {args.db}", file=sys.stderr)
             return chosen
