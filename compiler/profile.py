@@ -97,6 +97,12 @@ class ModelProfile:
         return "\n".join(lines)
 
 
+def cycle_counters(compiled: CompiledModel) -> np.ndarray:
+    """The live counters of a model compiled with profile-kernels: one per kernel call, in call
+    order, then @main's; each accumulates cycles over every run until reset."""
+    return compiled.program.global_view(PROFILE_GLOBAL, np.int64, len(_slots(compiled)) + 1)
+
+
 def _slots(compiled: CompiledModel) -> list[tuple[str, str, int]]:
     attr = compiled.notes.get(PROFILE_ATTR)
     if not isinstance(attr, ArrayAttr):
@@ -122,7 +128,7 @@ def profile_compiled(
     """Run a model compiled with profile-kernels for `seconds` (at least `min_runs` runs, after
     one warm-up) and read its per-kernel cycle counts."""
     slots = _slots(compiled)
-    counters = compiled.program.global_view(PROFILE_GLOBAL, np.int64, len(slots) + 1)
+    counters = cycle_counters(compiled)
     run = compiled.runner(feeds)
     run()  # warm-up: first touches of the arena and weights
     counters[:] = 0

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import random
-import time
 from dataclasses import replace
 
 import numpy as np
@@ -100,18 +99,16 @@ def test_hand_computed_matmul_64() -> None:
     assert f(scalar, "operand0_vec_gather") == 0 and f(scalar, "loads_per_accumulator") == 2
 
 
-def test_throughput_on_conv() -> None:
+def test_many_conv_schedules_at_once() -> None:
+    """The search scores thousands of configs per batch (its rate is benchmarked in
+    tests/bench/bench_features.py, not asserted here)."""
     info = conv_info()
     space = SearchSpace(info, WIDTH)
     rng = random.Random(0)
     schedules = [space.to_schedule(space.sample(rng)) for _ in range(4000)]
-    features(info, schedules[:10])  # warm-up
-    t0 = time.perf_counter()
     X = features(info, schedules)
-    rate = len(schedules) / (time.perf_counter() - t0)
-    print(f"features: {rate:,.0f} configs/s on {info.extents}")
-    assert np.isfinite(X).all()
-    assert rate >= 2000
+    assert X.shape == (4000, FEATURE_LENGTH) and np.isfinite(X).all()
+    assert np.array_equal(X[:10], features(info, schedules[:10]))  # rows do not depend on the batch
 
 
 def test_parallel_features() -> None:

@@ -4,7 +4,6 @@ speed does (threads, coalescing, staging, splits), fast enough to search."""
 from __future__ import annotations
 
 import random
-import time
 from dataclasses import replace
 
 import numpy as np
@@ -50,12 +49,14 @@ def test_shape_and_finite_over_the_space(name: str, target: str) -> None:
     assert ((occupancy > 0) & (occupancy <= 1)).all()
 
 
-def test_fast_enough_to_search() -> None:
+def test_a_search_batch_at_once() -> None:
+    """2,000 schedules in one call, as the search scores them (the rate is benchmarked in
+    tests/bench/bench_features.py, not asserted here)."""
     space, rng = space_of("matmul", "cuda"), random.Random(0)
     schedules = [space.to_schedule(space.sample(rng)) for _ in range(2000)]
-    start = time.perf_counter()
-    gpu_features(info_of("matmul"), schedules, CUDA)
-    assert time.perf_counter() - start < 1.0  # >= 2,000 schedules per second
+    X = gpu_features(info_of("matmul"), schedules, CUDA)
+    assert X.shape == (2000, GPU_FEATURE_LENGTH) and np.isfinite(X).all()
+    assert np.array_equal(X[:5], gpu_features(info_of("matmul"), schedules[:5], CUDA))
 
 
 def test_threads_blocks_and_waves() -> None:

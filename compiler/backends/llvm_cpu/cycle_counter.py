@@ -46,16 +46,41 @@ def read_cycles() -> int:
     return int(_reader()[1]())
 
 
+def _tight_read(tries: int = 100, slack_s: float = 20e-6) -> tuple[float, int, float]:
+    """A bracketed read whose clock reads are at most `slack_s` apart (the tightest of `tries`
+    if none is)."""
+    best = _bracketed_read()
+    for _ in range(tries):
+        if best[2] - best[0] <= slack_s:
+            break
+        read = _bracketed_read()
+        if read[2] - read[0] < best[2] - best[0]:
+            best = read
+    return best
+
+
+def _bracketed_read() -> tuple[float, int, float]:
+    """The counter read between two clock reads: (clock before, counter, clock after). The gap
+    between the two clock reads bounds how far a preemption can have moved them apart."""
+    before = time.perf_counter()
+    cycles = read_cycles()
+    return before, cycles, time.perf_counter()
+
+
 @functools.cache
 def cycles_per_second(window_s: float = 0.05) -> float:
-    """The counter's rate, from a `window_s` busy wait timed by both clocks (best of three)."""
+    """The counter's rate, from a `window_s` busy wait timed by both clocks (median of three).
+
+    Each end reads the counter between two clock reads and is retried while the two are far
+    apart (the process was preempted there), so a busy host skews the rate by at most the
+    tight bracket over the window, not by a scheduler time slice."""
     rates = []
     for _ in range(3):
-        c0, t0 = read_cycles(), time.perf_counter()
-        while time.perf_counter() - t0 < window_s:
+        start = _tight_read()
+        while time.perf_counter() - start[0] < window_s:
             pass
-        c1, t1 = read_cycles(), time.perf_counter()
-        rates.append((c1 - c0) / (t1 - t0))
+        end = _tight_read()
+        rates.append((end[1] - start[1]) / ((end[0] + end[2]) / 2 - (start[0] + start[2]) / 2))
     rate = sorted(rates)[1]
     if rate <= 0:
         raise NoCycleCounterError(

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import functools
 import json
-import time
 from collections.abc import Iterator
 
 import numpy as np
@@ -180,11 +179,9 @@ def test_a_hung_kernel_is_a_timeout_and_a_fresh_runner_goes_on(runner: GpuRunner
     good = _build(rows, SPLIT)
     hang = _with_source(good, "volatile int spin = 1; while (spin) {}")
     runner.run(_inputs(rows), [good], FAST)  # the runner is up, the kernel compiled
-    t0 = time.perf_counter()
     hung, after = runner.run(_inputs(rows), [hang, good], RunSettings(1, 0, timeout_s=2.0))
     assert hung.error_kind == "timeout" and "no answer within 2 s" in hung.error
-    assert after.ok, after.error
-    assert time.perf_counter() - t0 < 2.0 + 6.0  # the hang, a restart, the good one
+    assert after.ok, after.error  # a fresh runner measured the next one
 
 
 @needs_opencl

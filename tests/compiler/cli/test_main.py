@@ -718,12 +718,12 @@ def test_tune_killed_with_sigkill_resumes_without_loss_or_duplicates(tmp_path: P
         stderr=subprocess.PIPE,
     )
     try:
-        deadline = time.monotonic() + 180
+        deadline = time.monotonic() + 600  # a guard against a hang, not a speed limit
         while len(complete_lines(db)) < 5:
             assert proc.poll() is None, (
                 f"tune ended before it was killed: {proc.stderr.read().decode()}"
             )
-            assert time.monotonic() < deadline, "no 5 records within 180 s"
+            assert time.monotonic() < deadline, "no 5 records within 600 s"
             time.sleep(0.01)
         os.kill(proc.pid, signal.SIGKILL)
     finally:
