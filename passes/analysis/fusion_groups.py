@@ -23,7 +23,7 @@ node are dropped; OUT_FUSABLE and REDUCTION nodes always get their own group.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
@@ -157,8 +157,27 @@ class _Grouper(Generic[N]):
         return len(nodes) <= self.max_size and len(self._exits(nodes)) == 1
 
     def _between(self, a: N, b: N) -> set[N]:
-        """Nodes on some path from a to b, b included, a excluded."""
-        return (nx.descendants(self.g, a) & nx.ancestors(self.g, b)) | {b}
+        """Nodes on some path from a to b, b included, a excluded.
+
+        Such a node lies between a and b in topological order, so both searches stay inside
+        that window: the cost is that of the window's reachable part, not of every descendant
+        of `a` and ancestor of `b` (which made a long chain quadratic)."""
+        lo, hi = self.pos[a], self.pos[b]
+        down = self._reach(a, lambda n: self.pos[n] <= hi, self.g.successors)
+        up = self._reach(b, lambda n: self.pos[n] >= lo, self.g.predecessors)
+        return ((down & up) - {a}) | {b}
+
+    @staticmethod
+    def _reach(start: N, inside: Callable[[N], bool], step: Callable[[N], Iterable[N]]) -> set[N]:
+        """`start` and the nodes reachable from it by `step` through nodes `inside`."""
+        seen = {start}
+        stack = [start]
+        while stack:
+            for m in step(stack.pop()):
+                if m not in seen and inside(m):
+                    seen.add(m)
+                    stack.append(m)
+        return seen
 
     # ------------------------------------------------------------------ phases
 
