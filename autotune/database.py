@@ -1,14 +1,26 @@
 """Tuning records: one JSON object per line, appended and fsync-ed as each measurement is made.
 
 Concurrency and crashes. Several tuning processes may append to one database while others read
-it. A writer holds an exclusive `flock` on the file for the whole append (repair, write, fsync);
-a reader holds a shared one while it reads, so it never sees half a record. Loading never writes:
-a last line without its newline is kept if it is a complete record, else ignored with a warning
-(a writer killed mid-append left it), and the file is left as it is, so a read-only database
-loads. The next writer repairs such a tail under its lock, from the file as it is then: it ends
-a complete record with the newline it lacked, or cuts a torn one back to the last newline. An
-append that fails (disk full, read-only file system) cuts its partial line off again and raises
-`DatabaseError`. Where the file system has no locks, reading and appending go on without them.
+it. A writer holds an exclusive `flock` on the file for the whole append (repair, write, fsync)
+and writes each record as one whole line. A reader takes no lock and never waits: it reads the
+file as it is and keeps its complete lines only; a last line without its newline is kept
+if it is a complete record, else dropped. So anyone who can read the file (and so can lock it)
+cannot stall `run --db`, `compile --db` or `bench --db`. Such an incomplete last line is an
+append in progress when a writer holds the lock (probed, never waited for) or the file changed
+while it was read: dropped silently; else a writer killed mid-append left it: ignored with a
+warning. A malformed line read while the file changed (a writer cutting a torn tail as it was
+read) is read again, a few times. Loading never writes, so a read-only database loads. The next
+writer repairs a torn tail under its lock, from the file as it is then: it ends a complete record
+with the newline it lacked, or cuts a torn one back to the last newline. An append that fails
+(disk full, read-only file system) cuts its partial line off again and raises `DatabaseError`.
+A writer waits for the lock at most `lock_timeout` seconds (default: $ZIGGURAT_DB_LOCK_TIMEOUT,
+else 30), saying once on stderr whom it waits for (the holder's pid, from /proc/locks), then
+raises `DatabaseError` naming the file and the holder. Where the file system has no locks,
+appending goes on without them.
+
+Paths. The database is a regular file (or a link to one), or none yet: a directory, FIFO,
+device or socket is refused with `DatabaseError`, checked on the opened descriptor (opened
+non-blocking, so that a FIFO cannot stall the open).
 
 Validation. A record of the wrong shape (config not an object of knobs, costs not finite
 positive numbers, ...; see `validate_record`) is skipped, with one warning per database naming
@@ -25,6 +37,7 @@ import json
 import math
 import os
 import stat
+import sys
 import time
 import warnings
 from collections.abc import Iterable, Iterator
@@ -56,7 +69,12 @@ INT_KNOBS = ("vector", "unroll", "parallel")
 LIST_KNOBS = ("reg", "tile", "order", "pack")
 """Config knobs that are a list of integers (autotune/space.py)."""
 MAX_REASONS_SHOWN = 10
+LOCK_TIMEOUT_ENV = "ZIGGURAT_DB_LOCK_TIMEOUT"
+"""Seconds a writer waits for the database's lock (default DEFAULT_LOCK_TIMEOUT)."""
+DEFAULT_LOCK_TIMEOUT = 30.0
 _READ_CHUNK = 1 << 16
+_READS = 3
+"""Reads of a file that changed while it was read and showed a malformed line, at most."""
 _HOST_TARGET: dict[str, str] = {}
 
 
@@ -266,22 +284,148 @@ def _strerror(e: OSError) -> str:
     return e.strerror or str(e)
 
 
-@contextmanager
-def _locked(fd: int, exclusive: bool) -> Iterator[None]:
-    """Hold a flock on `fd` (works on read-only descriptors); without lock support, go on
-    unlocked: reading a file beats refusing to."""
-    locked = False
-    if fcntl is not None:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
-            locked = True
-        except OSError:
-            pass
+_KINDS = (
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def _not_regular(path: Path, mode: int) -> DatabaseError:
+    """The error for a database path that names no regular file (a link to one is one)."""
+    if stat.S_ISDIR(mode):
+        return DatabaseError(f"tuning database {path} is a directory, not a JSON-lines file")
+    kind = next((k for is_kind, k in _KINDS if is_kind(mode)), "something else")
+    return DatabaseError(f"tuning database {path} is {kind}, not a regular file")
+
+
+def _open_regular(path: Path, flags: int, failing: str) -> int:
+    """`path` opened with `flags`, if it is a regular file; else DatabaseError naming it and what
+    it is. Opened non-blocking, so that a FIFO cannot stall the open, and checked on the
+    descriptor (no race with a rename). FileNotFoundError passes through; another failure is
+    DatabaseError("{failing} the tuning database {path}: {why}")."""
     try:
-        yield
-    finally:
-        if locked:
-            fcntl.flock(fd, fcntl.LOCK_UN)
+        fd = os.open(path, flags | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0), 0o644)
+    except FileNotFoundError:
+        raise
+    except OSError as e:  # a socket (ENXIO), a directory opened for writing (EISDIR), ...
+        try:
+            mode = os.stat(path).st_mode
+        except OSError:
+            mode = stat.S_IFREG
+        if not stat.S_ISREG(mode):
+            raise _not_regular(path, mode) from None
+        raise DatabaseError(f"{failing} the tuning database {path}: {_strerror(e)}") from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise _not_regular(path, mode)
+        os.set_blocking(fd, True)
+    except OSError as e:
+        os.close(fd)
+        raise DatabaseError(f"{failing} the tuning database {path}: {_strerror(e)}") from None
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _signature(st: os.stat_result) -> tuple[int, ...]:
+    """What changes when a file is appended to or cut (to see whether it changed during a read)."""
+    return (st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def _write_locked(fd: int) -> bool:
+    """Whether some descriptor holds an exclusive flock on the file (a writer mid-append, most
+    likely): probed with LOCK_NB, never waited for."""
+    if fcntl is None:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    except OSError:  # no locks on this file system
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+    except OSError:
+        pass
+    return False
+
+
+def _has_open(pid: int, st: os.stat_result) -> bool:
+    """Whether process `pid` has the file `st` open (False where /proc does not tell us)."""
+    fds = f"/proc/{pid}/fd"
+    try:
+        for name in os.listdir(fds):
+            try:
+                other = os.stat(f"{fds}/{name}")
+            except OSError:
+                continue
+            if (other.st_dev, other.st_ino) == (st.st_dev, st.st_ino):
+                return True
+    except OSError:
+        pass
+    return False
+
+
+def _lock_holders(fd: int) -> list[int]:
+    """The pids holding a flock on `fd`'s file, from /proc/locks (Linux); [] where it does not
+    say (no /proc, a holder in another pid namespace: pid 0). /proc/locks names the file by
+    device and inode; where the device differs from fstat's (btrfs subvolumes, overlayfs), a
+    lock on the same inode number counts if its process has this file open."""
+    try:
+        st = os.fstat(fd)
+        with open("/proc/locks", encoding="ascii", errors="replace") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return []
+    device = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}"
+    pids: list[int] = []
+    for line in lines:
+        # "3: FLOCK  ADVISORY  WRITE 6887 fe:00:2146739 0 EOF"; a waiter's has "->" before FLOCK
+        fields = line.split()
+        if len(fields) < 6 or fields[1] != "FLOCK" or not fields[4].isdigit():
+            continue
+        pid = int(fields[4])
+        dev, _, inode = fields[5].rpartition(":")
+        if pid <= 0 or pid in pids or inode != str(st.st_ino):
+            continue
+        if dev == device or _has_open(pid, st):
+            pids.append(pid)
+    return pids
+
+
+def _holder(fd: int) -> str:
+    """Who holds the lock on `fd`'s file, in words."""
+    pids = _lock_holders(fd)
+    if not pids:
+        return "another process"
+    mine = " (this process)" if pids == [os.getpid()] else ""
+    return f"pid{'s' if len(pids) > 1 else ''} {', '.join(map(str, pids))}{mine}"
+
+
+def _env_lock_timeout() -> float:
+    raw = os.environ.get(LOCK_TIMEOUT_ENV, "").strip()
+    if not raw:
+        return DEFAULT_LOCK_TIMEOUT
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not value >= 0:  # NaN too
+        raise DatabaseError(
+            f"environment variable {LOCK_TIMEOUT_ENV}={raw!r} is not a number of seconds (0 or "
+            "more): how long to wait for the tuning database's lock"
+        )
+    return value
+
+
+def _incomplete_tail(data: bytes) -> bool:
+    """Whether the text after the last newline is not a complete record (a torn line)."""
+    tail = data[data.rfind(b"\n") + 1 :]
+    return bool(tail.strip()) and not _is_complete_object(tail)
 
 
 def _is_complete_object(line: bytes) -> bool:
@@ -297,7 +441,9 @@ class Database:
 
     `space_hashes` maps a workload key to its current space hash; records of that workload with
     another hash are ignored (the methods also take `space_hash=` for one query). Workloads not
-    in the map are checked for the compiler version only.
+    in the map are checked for the compiler version only. `lock_timeout`: the most seconds an
+    append waits for another writer's lock (None: $ZIGGURAT_DB_LOCK_TIMEOUT, else 30); loading
+    never waits for one.
     """
 
     def __init__(
@@ -305,8 +451,12 @@ class Database:
         path: str | os.PathLike[str],
         space_hashes: dict[str, str] | None = None,
         version: str | None = None,
+        lock_timeout: float | None = None,
     ) -> None:
+        if lock_timeout is not None and not lock_timeout >= 0:
+            raise ValueError(f"lock_timeout must be 0 or more seconds, not {lock_timeout}")
         self.path = Path(path)
+        self.lock_timeout = lock_timeout
         self.version = compiler_version() if version is None else version
         self.space_hashes: dict[str, str] = dict(space_hashes or {})
         self._records: list[Record] = []  # current-version records, in file order
@@ -316,26 +466,24 @@ class Database:
 
     # ------------------------------------------------------------------ reading
 
-    def _read(self) -> bytes:
-        """The file's bytes, read under a shared lock (b"" if there is no file yet)."""
+    def _read(self) -> tuple[bytes, bool]:
+        """The file's bytes, read once and without any lock (b"" if there is no file yet), and
+        whether a writer may have been at work meanwhile: the file changed while it was read, or
+        (asked only when the last line is incomplete) a writer holds its lock now."""
         try:
-            fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+            fd = _open_regular(self.path, os.O_RDONLY, "cannot read")
         except FileNotFoundError:
-            return b""
-        except OSError as e:
-            raise DatabaseError(
-                f"cannot read the tuning database {self.path}: {_strerror(e)}"
-            ) from None
+            return b"", False
         try:
-            if stat.S_ISDIR(os.fstat(fd).st_mode):
-                raise DatabaseError(
-                    f"tuning database {self.path} is a directory, not a JSON-lines file"
-                )
+            before = _signature(os.fstat(fd))
             chunks = []
-            with _locked(fd, exclusive=False):
-                while chunk := os.read(fd, _READ_CHUNK):
-                    chunks.append(chunk)
-            return b"".join(chunks)
+            while chunk := os.read(fd, _READ_CHUNK):
+                chunks.append(chunk)
+            data = b"".join(chunks)
+            busy = _signature(os.fstat(fd)) != before
+            if not busy and _incomplete_tail(data):
+                busy = _write_locked(fd)
+            return data, busy
         except OSError as e:
             raise DatabaseError(
                 f"cannot read the tuning database {self.path}: {_strerror(e)}"
@@ -344,17 +492,45 @@ class Database:
             os.close(fd)
 
     def _load(self) -> None:
-        lines = self._read().split(b"\n")
+        for attempt in range(1, _READS + 1):
+            data, busy = self._read()
+            records, reasons, torn = self._parse(data)
+            if not (reasons and busy) or attempt == _READS:
+                break
+            time.sleep(0.01 * attempt)  # a writer was cutting a torn tail as we read: again
+        if torn is not None and not busy:  # busy: an append in progress, not a crash
+            warnings.warn(
+                f"{self.path}: ignoring an incomplete last line ({torn[0]} bytes, line "
+                f"{torn[1]}; a crash during an append?)",
+                stacklevel=3,
+            )
+        if reasons:
+            shown = "; ".join(reasons[:MAX_REASONS_SHOWN])
+            more = (
+                f"; and {len(reasons) - MAX_REASONS_SHOWN} more"
+                if len(reasons) > MAX_REASONS_SHOWN
+                else ""
+            )
+            warnings.warn(
+                f"{self.path}: skipping {len(reasons)} malformed record(s): {shown}{more}",
+                stacklevel=3,
+            )
+        for record in records:
+            self._keep(record)
+
+    @staticmethod
+    def _parse(data: bytes) -> tuple[list[Record], list[str], tuple[int, int] | None]:
+        """The valid records of a file's bytes, why each other line is not one, and the size
+        and line number of an incomplete last line (None if there is none)."""
+        lines = data.split(b"\n")
         tail = lines.pop()  # b"" when the file ends with a newline
+        torn = None
         if tail.strip():
             if _is_complete_object(tail):
                 lines.append(tail)  # a complete record that only lacks its newline: keep it
             else:
-                warnings.warn(
-                    f"{self.path}: ignoring an incomplete last line ({len(tail)} bytes, line "
-                    f"{len(lines) + 1}; a crash during an append?)",
-                    stacklevel=3,
-                )
+                torn = (len(tail), len(lines) + 1)
+        records: list[Record] = []
         reasons: list[str] = []
         for number, raw in enumerate(lines, 1):
             if not raw.strip():
@@ -368,18 +544,8 @@ class Database:
             if why is not None:
                 reasons.append(f"line {number}: {why}")
                 continue
-            self._keep(record)
-        if reasons:
-            shown = "; ".join(reasons[:MAX_REASONS_SHOWN])
-            more = (
-                f"; and {len(reasons) - MAX_REASONS_SHOWN} more"
-                if len(reasons) > MAX_REASONS_SHOWN
-                else ""
-            )
-            warnings.warn(
-                f"{self.path}: skipping {len(reasons)} malformed record(s): {shown}{more}",
-                stacklevel=3,
-            )
+            records.append(record)
+        return records, reasons, torn
 
     def _keep(self, record: Record) -> None:
         if record["compiler_version"] != self.version:
@@ -465,17 +631,57 @@ class Database:
         """A read-write, append-only descriptor (reading lets the writer repair a torn tail)."""
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            return os.open(
-                self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644
-            )
-        except IsADirectoryError:
-            raise DatabaseError(
-                f"tuning database {self.path} is a directory, not a JSON-lines file"
-            ) from None
-        except OSError as e:
+            return _open_regular(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, "cannot write to")
+        except OSError as e:  # mkdir's, or the open's FileNotFoundError (a dangling link)
             raise DatabaseError(
                 f"cannot write to the tuning database {self.path}: {_strerror(e)}"
             ) from None
+
+    @contextmanager
+    def _write_lock(self, fd: int) -> Iterator[None]:
+        """Hold the exclusive flock on `fd` (it works on read-only descriptors too, so a reader
+        may hold it): wait for it at most the lock timeout, saying once on stderr whom for, then
+        raise DatabaseError naming the file and the holder. Without lock support, go on
+        unlocked."""
+        locked = self._acquire(fd)
+        try:
+            yield
+        finally:
+            if locked:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+
+    def _acquire(self, fd: int) -> bool:
+        """Take the exclusive flock, polling with LOCK_NB until the lock timeout; False when
+        there are no locks (nothing to release)."""
+        if fcntl is None:
+            return False
+        timeout = self.lock_timeout if self.lock_timeout is not None else _env_lock_timeout()
+        deadline = time.monotonic() + timeout
+        delay, told = 0.005, False
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return True
+            except BlockingIOError:
+                pass
+            except OSError:  # no locks on this file system
+                return False
+            now = time.monotonic()
+            if now >= deadline:
+                raise DatabaseError(
+                    f"cannot write to the tuning database {self.path}: its lock is held by "
+                    f"{_holder(fd)} (waited {timeout:g} s; {LOCK_TIMEOUT_ENV} sets how long)"
+                )
+            if not told:
+                told = True
+                print(
+                    f"ziggurat: waiting for the lock on {self.path} held by {_holder(fd)} "
+                    f"(up to {timeout:g} s)",
+                    file=sys.stderr,
+                    flush=True,
+                )
+            time.sleep(min(delay, deadline - now))
+            delay = min(2 * delay, 0.1)
 
     def check_writable(self) -> None:
         """Raise DatabaseError now if appending will fail to open the file (before a tuning run
@@ -521,12 +727,11 @@ class Database:
         file system lets us) none of it."""
         fd = self._open_for_append()
         try:
-            with _locked(fd, exclusive=True):
+            with self._write_lock(fd):
                 size = -1
                 try:
-                    if stat.S_ISREG(os.fstat(fd).st_mode):
-                        self._repair_tail(fd)
-                        size = os.fstat(fd).st_size
+                    self._repair_tail(fd)
+                    size = os.fstat(fd).st_size
                     self._write_all(fd, line)
                     os.fsync(fd)
                 except OSError as e:
@@ -568,6 +773,8 @@ class Database:
 
 
 __all__ = [
+    "DEFAULT_LOCK_TIMEOUT",
+    "LOCK_TIMEOUT_ENV",
     "Database",
     "DatabaseError",
     "compiler_version",

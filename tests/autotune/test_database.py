@@ -1,8 +1,9 @@
 """Tuning records: round trip, stale and malformed records skipped with one warning, torn and
-unterminated last lines, readers that never write, failed appends, SIGKILL resume, concurrent
-writers and readers that lose no record and see no torn one, and the CLI
+unterminated last lines, readers that never write nor wait, failed appends, SIGKILL resume,
+concurrent writers and readers that lose no record and see no torn one, and the CLI
 (`--db` a directory, read-only, on a full disk, with a backslash or newline; malformed records on
-`run --db` and on a `tune` resume)."""
+`run --db` and on a `tune` resume), and a lock held by a process that may only read the file:
+readers (`run`/`compile --db`) go on, writers (`tune`) say whom they wait for and give up."""
 
 from __future__ import annotations
 
@@ -19,6 +20,8 @@ import textwrap
 import threading
 import time
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -196,30 +199,114 @@ def test_a_read_only_database_with_a_torn_tail_loads(
         path.parent.chmod(0o755)
 
 
-def test_a_reader_waits_for_an_append_in_progress(tmp_path: Path) -> None:
-    """A writer holds LOCK_EX from its first byte to its fsync: a reader sees a whole record or
-    none of it."""
+def read_tiles(path: Path, timeout: float = 60) -> list[int]:
+    """Database(path)'s records (their tile sizes), loaded in a thread: a load that waits for a
+    lock fails the test instead of hanging it."""
+    got: list[Any] = []
+
+    def load() -> None:
+        try:
+            got.append([r["config"]["tile"][0] for r in Database(path).records()])
+        except BaseException as e:
+            got.append(e)
+
+    reader = threading.Thread(target=load, daemon=True)
+    reader.start()
+    reader.join(timeout)
+    assert not reader.is_alive(), "loading the database waits for a lock"
+    if isinstance(got[0], BaseException):
+        raise got[0]
+    return got[0]
+
+
+def test_a_reader_does_not_wait_for_an_append_in_progress(tmp_path: Path) -> None:
+    """A writer holds LOCK_EX from its first byte to its fsync; a reader takes no lock: it sees
+    the complete records only, and says nothing of the half-written line (not a crash's)."""
     path = tmp_path / "db.jsonl"
     Database(path).append(rec(1))
     line = (json.dumps(rec(2), sort_keys=True) + "\n").encode()
-    got: list[list[int]] = []
     with open(path, "ab") as f:
         fcntl.flock(f, fcntl.LOCK_EX)  # as Database.append does
         f.write(line[:50])
         f.flush()
-        reader = threading.Thread(
-            target=lambda: got.append([r["config"]["tile"][0] for r in Database(path).records()])
-        )
         with warnings.catch_warnings():
             warnings.simplefilter("error")
-            reader.start()
-            reader.join(0.3)
-            assert reader.is_alive() and not got  # blocked on the lock, not reading half a record
+            assert read_tiles(path) == [1]
             f.write(line[50:])
             f.flush()
+            assert read_tiles(path) == [1, 2]  # whole, though its writer has not let go yet
             fcntl.flock(f, fcntl.LOCK_UN)
-            reader.join(10)
-    assert got == [[1, 2]]
+
+
+HOLDER = textwrap.dedent(
+    """
+    import fcntl, sys, time
+    with open(sys.argv[1], "rb") as f:  # read access is all that LOCK_EX takes
+        fcntl.flock(f, fcntl.LOCK_EX)
+        print("locked", flush=True)
+        time.sleep(300)  # a hang guard for what waits for it
+    """
+)
+
+
+@contextmanager
+def lock_held_by_a_reader(path: Path) -> Iterator[subprocess.Popen[str]]:
+    """Another process that opened `path` read-only holds an exclusive flock on it."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(path)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert proc.stdout is not None and proc.stdout.readline() == "locked\n"
+        yield proc
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_a_lock_held_by_a_reader_stalls_no_reader_and_times_writers_out(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "db.jsonl"
+    db = Database(path, lock_timeout=0.3)
+    db.extend([rec(1), rec(2)])
+    before = path.read_bytes()
+    with lock_held_by_a_reader(path) as holder:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            assert read_tiles(path) == [1, 2]
+        with pytest.raises(
+            DatabaseError,
+            match=rf"cannot write to the tuning database {path}: its lock is held by "
+            rf"pid {holder.pid} \(waited 0.3 s; ZIGGURAT_DB_LOCK_TIMEOUT sets how long\)$",
+        ):
+            db.append(rec(3))
+        err = capsys.readouterr().err
+        assert (
+            err
+            == f"ziggurat: waiting for the lock on {path} held by pid {holder.pid} (up to 0.3 s)\n"
+        )
+        assert path.read_bytes() == before
+    db.append(rec(3))  # let go: the next append goes through
+    assert read_tiles(path) == [1, 2, 3]
+
+
+def test_the_lock_timeout_comes_from_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "db.jsonl"
+    Database(path).append(rec(1))
+    with lock_held_by_a_reader(path) as holder:
+        monkeypatch.setenv("ZIGGURAT_DB_LOCK_TIMEOUT", "0")  # one try
+        with pytest.raises(DatabaseError, match=rf"held by pid {holder.pid} \(waited 0 s"):
+            Database(path).append(rec(2))
+        for bad in ("soon", "-1", "nan"):
+            monkeypatch.setenv("ZIGGURAT_DB_LOCK_TIMEOUT", bad)
+            with pytest.raises(
+                DatabaseError, match=f"ZIGGURAT_DB_LOCK_TIMEOUT='{bad}' is not a number of seconds"
+            ):
+                Database(path).append(rec(2))
+    assert capsys.readouterr().err == ""  # no wait, no message
+    assert read_tiles(path) == [1]
 
 
 # -- malformed records -------------------------------------------------------------------------
@@ -743,6 +830,57 @@ def test_cli_tune_disk_full(
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert len(Database(db).records()) == 3
+
+
+def test_cli_run_and_compile_db_read_while_a_reader_holds_the_lock(
+    mm: dict, tmp_path: Path
+) -> None:
+    """Read-only use of --db takes no lock: a reader that holds LOCK_EX cannot stall it."""
+    from tests.support.cli import ziggurat_cmd
+
+    db = write_lines(tmp_path / "db.jsonl", [mm_record(mm, mm["default"], [1e-3])])
+    rng = np.random.default_rng(0)
+    a, b = (rng.standard_normal((16, 16), dtype=np.float32) for _ in range(2))
+    np.savez(tmp_path / "in.npz", a=a, b=b)
+    out = tmp_path / "out.npz"
+    with lock_held_by_a_reader(db):
+        for argv in (
+            ["compile", mm["model"], "--emit", "loops", "--db", db],
+            ["run", mm["model"], "--inputs", tmp_path / "in.npz", "--output", out, "--db", db],
+        ):
+            r = subprocess.run(
+                [*ziggurat_cmd(), *map(str, argv)],
+                capture_output=True,
+                text=True,
+                cwd=ROOT,
+                timeout=120,  # a hang guard: readers waited for the lock
+            )
+            assert r.returncode == 0, r.stderr
+            assert "ziggurat: 1 of 1 kernels use tuned schedules" in r.stderr, r.stderr
+            assert "waiting" not in r.stderr and "warning" not in r.stderr, r.stderr
+    with np.load(out) as got:
+        np.testing.assert_allclose(got["y"], a @ b, rtol=1e-4, atol=1e-5)
+
+
+def test_cli_tune_gives_up_on_a_lock_held_by_a_reader(
+    capsys: pytest.CaptureFixture[str],
+    mm: dict,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    measured: list[int],
+) -> None:
+    db = write_lines(tmp_path / "db.jsonl", [mm_record(mm, mm["default"], [1e-3])])
+    before = db.read_bytes()
+    monkeypatch.setenv("ZIGGURAT_DB_LOCK_TIMEOUT", "0.2")
+    with lock_held_by_a_reader(db) as holder:
+        result = tune(capsys, mm, db)
+    assert_user_error(
+        result,
+        f"cannot write to the tuning database {db}: its lock is held by pid {holder.pid} "
+        "(waited 0.2 s; ZIGGURAT_DB_LOCK_TIMEOUT sets how long)\n",
+    )
+    assert f"ziggurat: waiting for the lock on {db} held by pid {holder.pid}" in result[2]
+    assert result[2].count("error:") == 1 and db.read_bytes() == before
 
 
 @pytest.mark.parametrize(
