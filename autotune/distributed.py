@@ -39,9 +39,14 @@ client's only deserializers are "msgpack" and "error"), and what dask relays fro
 (the result's pickled type, a failed task's exception, warning and print events) is never
 unpickled. Each reply is checked: one result per candidate, the expected fields and types, finite
 positive costs, a known error kind, the cluster's target; anything else becomes a failed result
-naming why. A config the workers report as the fastest so far is re-checked for correctness here
-(`remote = True` tells `tune_task` to) before it is recorded. The scheduler, which relays
-everything, is trusted: that is what TLS is for.
+naming why. A timing is the workers' word: one beyond the peak of their device
+(autotune/measure/peak.py) is refused as `implausible_timing`, and a config whose timing would
+make it the best so far is measured again here, for correctness and time, before it is recorded
+(`remote = True` tells `tune_task` to): the best record is always timed on this machine (its
+`timed_on` says so). The scheduler, which relays everything, is trusted: that is what TLS is for.
+
+An address of this machine where nothing listens is refused at once (`probe_address`), not after
+the connect timeout.
 
 All workers must report the same target (LLVM CPU name and features; for a GPU tune, `measure_kwargs`
 target="opencl" or "cuda", also the device: name, driver, compute capability or OpenCL version):
@@ -61,14 +66,25 @@ import ipaddress
 import json
 import math
 import multiprocessing
+import os
 import pickletools
+import socket
 import ssl
 import threading
 import time
 from collections.abc import Callable, Mapping
 from typing import Any, cast
 
-from autotune.measure import ERROR_KINDS, MeasureResult, device_info, host_target, measure
+from autotune.measure import (
+    ERROR_KINDS,
+    MeasureResult,
+    cpu_peak_flops,
+    device_info,
+    gpu_peak_flops,
+    host_target,
+    implausible,
+    measure,
+)
 from autotune.tuning_target import CPU, GPU_APIS
 from compiler.errors import ZigguratError
 
@@ -207,6 +223,47 @@ def check_address(address: str, security: Any = None, allow_insecure: bool = Fal
         )
 
 
+def probe_address(address: str, timeout: float = 2.0) -> None:
+    """Refuse at once an address of this machine where no scheduler listens: distributed retries
+    a refused connection until its timeout (a minute). An inproc:// address names a scheduler of
+    this process (none: refused); a loopback port is tried with a plain TCP connection (refused:
+    refused; anything else is left to the client). Other machines are not probed."""
+    from distributed.comm import parse_address, parse_host_port
+
+    try:
+        scheme, loc = parse_address(address)
+        host, port = parse_host_port(loc) if scheme != "inproc" else ("", 0)
+    except (ValueError, TypeError) as e:
+        raise DaskSetupError(f"--dask {address!r} is not a dask scheduler address: {e}") from e
+    if scheme == "inproc":
+        from distributed.comm.inproc import global_manager
+
+        parts = loc.split("/")  # ip/pid/n of a listener of this process
+        try:
+            here = len(parts) == 3 and parts[1] == str(os.getpid())
+            here = here and global_manager.get_listener_for(loc) is not None
+        except (ValueError, TypeError):
+            here = False
+        if not here:
+            raise DaskSetupError(
+                f"no dask scheduler at {address}: an inproc:// address names a scheduler started "
+                "in this process (from Python); give the scheduler's tcp:// or tls:// address"
+            )
+        return
+    if scheme not in ("tcp", "tls", "ws", "wss") or not _is_loopback(host):
+        return
+    try:
+        with socket.create_connection((host.strip("[]"), port), timeout=timeout):
+            pass
+    except ConnectionRefusedError:
+        raise DaskSetupError(
+            f"cannot reach the dask scheduler at {address}: connection refused (is a scheduler "
+            "listening there?)"
+        ) from None
+    except OSError:
+        pass  # no answer in time, or another failure: the client tries for its own timeout
+
+
 def _clean(text: object, limit: int = _MAX_TEXT) -> str:
     """Worker-written text as one printable string (no terminal escapes), at most `limit` chars."""
     s = "".join(c if c.isprintable() or c in "\n\t" else "?" for c in str(text)[: limit + 1])
@@ -283,7 +340,30 @@ def _safe_client_class() -> type:
     class SafeClient(client_class):
         """A client whose report stream leaves dask's Serialized payloads serialized, that drops
         the pickled result type, names a failed task's exception without unpickling it, and
-        handles no events (distributed's "warn" handler unpickles what a worker logs)."""
+        handles no events (distributed's "warn" handler unpickles what a worker logs). One that
+        fails to start is closed at once (see _abandon)."""
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            try:
+                super().__init__(*args, **kwargs)
+            except BaseException:
+                self._abandon()
+                raise
+
+        def _abandon(self) -> None:
+            """Close a client whose start failed while its event loop still runs: left to its
+            __del__ at exit, distributed waits 2 x the timeout for a loop already stopped, then
+            prints a traceback."""
+            client: Any = self
+            try:
+                if getattr(client, "status", "closed") not in ("closed", "newly-created"):
+                    client.close(timeout=10)
+            except Exception:
+                pass
+            finally:
+                client.status = "closed"  # __del__ closes nothing more
+                with contextlib.suppress(Exception):
+                    client._loop_runner.stop()
 
         async def _ensure_connected(self, timeout: float | None = None) -> None:
             await super()._ensure_connected(timeout=timeout)
@@ -556,7 +636,8 @@ class DaskMeasurer:
     chunk (default: 120 s plus 3 x the run timeout per candidate); `chunk_fn` replaces the
     function run per chunk (tests). `.target` is the workers' common host target ({cpu,
     features}), `.device` their common device on a GPU target (None on the CPU); `remote` makes
-    `tune_task` re-check a new best here (on a GPU target, on this machine's device of the api).
+    `tune_task` measure a new best again here (on a GPU target, on this machine's device of the
+    api). Results whose costs imply more than `.peak_flops` are `implausible_timing` failures.
     """
 
     remote = True
@@ -594,6 +675,7 @@ class DaskMeasurer:
             if security is None:
                 security = getattr(cluster, "security", None)
         check_address(self.address, security, allow_insecure)
+        probe_address(self.address, min(2.0, connect_timeout_s))
         try:
             with _no_collection():
                 self.client = _safe_client_class()(
@@ -691,6 +773,17 @@ class DaskMeasurer:
         return _device_of(self._identity)
 
     @property
+    def peak_flops(self) -> float | None:
+        """The most FLOP/s the workers' device could reach (autotune/measure/peak.py): their GPU,
+        or `threads` cores of their CPU."""
+        device = self.device
+        if device is not None:
+            return gpu_peak_flops(device)
+        threads = self.measure_kwargs.get("threads", 1)
+        threads = threads if type(threads) is int and threads > 0 else 1
+        return cpu_peak_flops(threads, self.target.get("features", ""))
+
+    @property
     def workers(self) -> list[str]:
         """Addresses of the workers whose target was checked."""
         return sorted(self._targets)
@@ -749,7 +842,10 @@ class DaskMeasurer:
         results: list[MeasureResult] = []
         for chunk, future in zip(chunks, futures, strict=True):
             results += self._collect(chunk, future, timeout)
-        return results
+        flops = getattr(task, "flops", 0.0)  # a timing beyond the workers' device is refused
+        flops = float(flops) if isinstance(flops, int | float) else 0.0
+        peak = self.peak_flops
+        return [implausible(r, flops, peak) for r in results]
 
     def _collect(self, chunk: list[list[str]], future: Any, timeout: float) -> list[MeasureResult]:
         if isinstance(future, BaseException):

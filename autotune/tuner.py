@@ -12,14 +12,15 @@ import sys
 import time
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 
 import autotune.measure  # `autotune.measure.measure` looked up per call: tests replace it
 from autotune.cost_model import XGBCostModel
 from autotune.database import Database, comparable_costs
-from autotune.measure import MeasureResult
+from autotune.measure import MeasureResult, cpu_peak_flops, gpu_peak_flops, implausible
 from autotune.search import RandomSearch, SearchStrategy, SimulatedAnnealing
 from autotune.space import SearchSpace
 from autotune.task import Task
@@ -82,6 +83,13 @@ def make_record(task: Task, space: SearchSpace, config: dict, result) -> dict:
     }
 
 
+TIMED_ON = "timed_on"
+"""The field of a remote tune's successful records that says where its costs were timed: TUNER
+(re-timed on this machine's device before it could rank as the best) or WORKERS (the workers'
+word, never ranked above the tuner's own timings: see tune_task)."""
+TUNER, WORKERS = "tuner", "workers"
+
+
 def recheck_locally(
     task: Task,
     passes: list[str],
@@ -90,21 +98,25 @@ def recheck_locally(
     measure_kwargs: dict | None = None,
     threads: int = 1,
 ):
-    """A remote success about to become the task's best, checked here against the reference:
-    `compile` applies the best record, so a worker that lies about correctness must not set it.
-    A failure here makes the result `wrong_result` (with a warning); timing is not re-checked."""
+    """A remote success about to become the task's best, measured again here: `compile` applies
+    the best record, so a worker that lies about correctness or speed must not set it. The result
+    is this machine's measurement (checked against the reference, timed beside the default
+    schedule as the workers time it); a failure here makes it `wrong_result` (with a warning)."""
     given = measure_kwargs or {}
-    keep = ("rtol", "atol", "timeout_s", "target", "preset")  # a GPU tune: this machine's device
+    # target and preset: a GPU tune is measured again on this machine's device of the api
+    keep = ("rtol", "atol", "timeout_s", "target", "preset", "repeat", "number")
     kwargs = {k: v for k, v in given.items() if k in keep}
     if given.get("target", CPU) == CPU:
         kwargs.setdefault("threads", given.get("threads", threads))
     try:
-        (local,) = measure(task, [passes], repeat=1, **kwargs)
+        (local,) = measure(task, [passes], **kwargs)
         why = "" if local.ok else f"{local.error_kind}: {local.error}"
     except Exception as e:
         why = f"the re-check failed: {type(e).__name__}: {e}"
     if not why:
-        return result
+        return MeasureResult(
+            list(local.costs), None, "", local.build_s, local.run_s, list(local.baseline_costs)
+        )
     warnings.warn(
         f"{task.name}: a config measured remotely as the fastest so far failed the local "
         f"correctness re-check ({why[:200]}); recorded as wrong_result",
@@ -112,6 +124,37 @@ def recheck_locally(
     )
     why = f"remote success, local re-check failed: {why}"
     return MeasureResult(list(result.costs), "wrong_result", why, result.build_s, result.run_s)
+
+
+def remote_peak_flops(measure_fn: Any, target: TuningTarget) -> float | None:
+    """The most FLOP/s a remote measurer's device could reach (autotune/measure/peak.py): its
+    workers' device on a GPU target, else `target.threads` cores of its workers' CPU (`.target`
+    features; this host's without them)."""
+    if target.is_gpu:
+        device = getattr(measure_fn, "device", None) or target.record_fields().get("device")
+        return gpu_peak_flops(device) if isinstance(device, dict) else None
+    where = getattr(measure_fn, "target", None)
+    features = where.get("features") if isinstance(where, dict) else None
+    return cpu_peak_flops(target.threads, features if isinstance(features, str) else None)
+
+
+def _paired_ok(r: dict) -> bool:
+    return r.get("error_kind") is None and bool(r.get("costs")) and bool(r.get("baseline_costs"))
+
+
+def rescaled_to_tuner(records: list[dict], costs: list[float]) -> list[float]:
+    """`comparable_costs` of the records of one task, the paired ones rescaled to the least
+    baseline of the records timed here (TIMED_ON not WORKERS): comparable_costs scales them to
+    the least baseline of all, and a worker's baselines must not set the GFLOP/s the tuner
+    shows. The same factor for every paired record: their order is the database's."""
+    base = [min(r["baseline_costs"]) for r in records if _paired_ok(r)]
+    here = [
+        min(r["baseline_costs"]) for r in records if _paired_ok(r) and r.get(TIMED_ON) != WORKERS
+    ]
+    if not base or not here:
+        return costs
+    f = min(here) / min(base)
+    return [c * f if _paired_ok(r) else c for r, c in zip(records, costs, strict=True)]
 
 
 def print_progress(p: TuneProgress) -> None:
@@ -144,11 +187,19 @@ def tune_task(
     experiments measure the search, not the default-schedule heuristic). With `threads` > 1 the
     space has the `parallel` knob and candidates run on that many threads. `target` (a GPU one:
     autotune/tuning_target.py) replaces the CPU's space, features and measurement.
+
+    A remote `measure_fn` (`remote = True`: autotune/distributed.py) is not trusted with the
+    best record: a timing beyond its device's peak is refused (`implausible_timing`), and a
+    success that would rank above every record timed here is measured again on this machine
+    (`recheck_locally`) and recorded with this machine's costs (TIMED_ON: TUNER); the others
+    keep the workers' (WORKERS), and the GFLOP/s shown are on this machine's scale
+    (`rescaled_to_tuner`).
     """
     target = target or TuningTarget(threads=threads)
     threads = target.threads
     measure = autotune.measure.measure
     measure_fn = measure_fn or target.measure_fn()
+    peak = remote_peak_flops(measure_fn, target) if getattr(measure_fn, "remote", False) else None
     rng = random.Random(seed)
     space = target.space(info)
     known = [  # a hand-edited config outside the space is neither a feature row nor "measured"
@@ -161,9 +212,16 @@ def tune_task(
 
     def scores(*more: dict) -> list[float]:
         """GFLOP/s of every record (and `more`), from costs comparable across the host's phases
-        (paired records: database.comparable_costs); 0 for a failure."""
-        costs = comparable_costs([*records, *more])
+        (paired records: database.comparable_costs, on this machine's scale); 0 for a failure."""
+        costs = rescaled_to_tuner([*records, *more], comparable_costs([*records, *more]))
         return [task.flops / c / 1e9 if c < float("inf") else 0.0 for c in costs]
+
+    def ranks_above_the_tuners(record: dict) -> bool:
+        """Whether, with `record`, the best record would be one timed by the workers (it, or
+        another whose order its baselines change)."""
+        ys = scores(record)
+        top = max(range(len(ys)), key=lambda i: (ys[i], -i))  # the first of equals, as ranked
+        return ys[top] > 0 and [*records, record][top].get(TIMED_ON) == WORKERS
 
     def feats(configs):
         return target.features(info, [space.to_schedule(c) for c in configs])
@@ -206,12 +264,20 @@ def tune_task(
         extra = target.record_fields()
         remote = getattr(measure_fn, "remote", False)
         for config, result in zip(configs, results):
+            if remote:  # a worker's word is not enough: a timing beyond the device is refused
+                result = implausible(result, task.flops, peak)
+                if target.is_gpu and result.baseline_costs:  # GPU timings are not paired here
+                    result = replace(result, baseline_costs=[])
             record = make_record(task, space, config, result)
-            if remote and scores(record)[-1] > best:  # a worker's word is not enough
-                passes = space.to_passes(config, task.anchor)
-                kwargs = getattr(measure_fn, "measure_kwargs", None)
-                result = recheck_locally(task, passes, result, measure, kwargs, threads)
-                record = make_record(task, space, config, result)
+            if remote and result.ok:
+                record[TIMED_ON] = WORKERS
+                if ranks_above_the_tuners(record):  # measured again here, correctness and time
+                    passes = space.to_passes(config, task.anchor)
+                    kwargs = getattr(measure_fn, "measure_kwargs", None)
+                    result = recheck_locally(task, passes, result, measure, kwargs, threads)
+                    record = make_record(task, space, config, result)
+                    if result.ok:
+                        record[TIMED_ON] = TUNER
             record.update(extra)
             if where is not None:
                 record["target"] = dict(where)

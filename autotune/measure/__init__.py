@@ -14,7 +14,8 @@ itself cannot be built or run, no candidate of the task is run or counted as cor
 
 interfaces.py holds the protocols (Builder, Runner, Checker), the records they pass, and how a
 GPU runner plugs in; compose.py composes them (`measure_with`), local.py is the measurement on
-this machine (`measure`).
+this machine (`measure`); peak.py bounds what a device can do (remote timings beyond it are
+refused).
 
 On a GPU (`measure(target="opencl" | "cuda", preset=...)`, gpu_measure.py): gpu_builder.py lowers
 to kernel C and launches, gpu_runner.py runs them in a child process that owns the device and
@@ -64,12 +65,14 @@ from autotune.measure.interfaces import (
 )
 from autotune.measure.kernel import kernel_signature, private_args
 from autotune.measure.local import measure
+from autotune.measure.peak import IMPLAUSIBLE, cpu_peak_flops, gpu_peak_flops, implausible
 from autotune.measure.runner import MIN_REPEAT_S, LocalRunner, default_runner
 from compiler.backends.llvm_cpu.jit import host_target
 
 __all__ = [
     "DEFAULT_CHECKER",
     "ERROR_KINDS",
+    "IMPLAUSIBLE",
     "INPUT_SEED",
     "L2_POLICY",
     "MIN_REPEAT_S",
@@ -95,10 +98,13 @@ __all__ = [
     "Signature",
     "build",
     "clear_references",
+    "cpu_peak_flops",
     "default_gpu_runner",
     "default_runner",
     "device_info",
+    "gpu_peak_flops",
     "host_target",
+    "implausible",
     "kernel_signature",
     "measure",
     "measure_gpu",

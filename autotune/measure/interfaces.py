@@ -44,9 +44,17 @@ from compiler.runtime import aligned_empty
 if TYPE_CHECKING:
     from autotune.task import Task
 
-ERROR_KINDS = ("compile_error", "runtime_error", "timeout", "wrong_result", "reference_error")
+ERROR_KINDS = (
+    "compile_error",
+    "runtime_error",
+    "timeout",
+    "wrong_result",
+    "reference_error",
+    "implausible_timing",
+)
 """`reference_error`: the task's default-schedule reference could not be built or run, so no
-candidate of the task can be checked (none is run, none counts as correct)."""
+candidate of the task can be checked (none is run, none counts as correct).
+`implausible_timing`: a remote timing refused by the tuner (beyond the device's peak: peak.py)."""
 
 Signature = list[tuple[tuple[int, ...], str]]
 """(shape, numpy dtype name) of each argument of a kernel, in order."""

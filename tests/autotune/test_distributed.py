@@ -27,7 +27,7 @@ import pytest
 
 from autotune.database import Database
 from autotune.database import host_target as db_host_target
-from autotune.measure import MeasureResult, host_target, measure
+from autotune.measure import IMPLAUSIBLE, MeasureResult, cpu_peak_flops, host_target, measure
 from autotune.space import SearchSpace
 from autotune.task import Task, anchor_info, extract_tasks
 from autotune.tuner import tune_task
@@ -475,6 +475,8 @@ def no_connection(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
     monkeypatch.setattr(distributed, "Client", NoConnect)
     monkeypatch.setattr(zdist, "_safe_client_class", lambda: NoConnect, raising=False)
+    # a loopback port with nothing on it is refused before the client (see test_main.py)
+    monkeypatch.setattr(zdist, "probe_address", lambda address, timeout=0.0: None)
     return attempts
 
 
@@ -878,6 +880,9 @@ def test_a_remote_winner_is_rechecked_here(
     import autotune.measure as measure_module
 
     info = anchor_info(task)
+    # the first config within the device's peak (faster ones are refused: see below), the others
+    # claimed slower than anything runs here
+    fast = task.flops / (cpu_peak_flops(1, host_target()["features"]) / 2)
     real = measure_module.measure
     wrong_ir = task.kernel_ir.replace("arith.addf", "arith.subf")
     assert wrong_ir != task.kernel_ir
@@ -893,7 +898,7 @@ def test_a_remote_winner_is_rechecked_here(
         measure_kwargs: dict = {}
 
         def __call__(self, task_, cands):
-            return [MeasureResult(costs=[1e-9 * (i + 1)]) for i in range(len(cands))]
+            return [MeasureResult(costs=[fast if i == 0 else 10.0 * i]) for i in range(len(cands))]
 
     monkeypatch.setattr(measure_module, "measure", wrong_here)
     path = tmp_path / "remote.jsonl"
@@ -941,5 +946,160 @@ def test_a_remote_winner_is_rechecked_here(
     result = tune_task(
         task, info, Database(path), 3, tuner="random", batch=3, measure_fn=Lying(), progress=None
     )
-    assert [json.loads(s)["error_kind"] for s in path.read_text().splitlines()] == [None] * 3
+    honest = [json.loads(s) for s in path.read_text().splitlines()]
+    assert [r["error_kind"] for r in honest] == [None] * 3
     assert len(calls) == 1 and result.best_gflops > 0
+    # the winner's record holds this machine's timing (beside the default's), not the claim
+    assert [r["timed_on"] for r in honest] == ["tuner", "workers", "workers"]
+    assert honest[0]["costs"] != [fast] and honest[0]["baseline_costs"]
+
+
+# ----------------------------------------------------------------------------- forged timings
+
+
+def tuner_scale_gflops(task: Task, records: list[dict]) -> float:
+    """The best GFLOP/s of a task's records on this machine's scale: each success's time over
+    its default's, times the least default timed here (the records timed by workers are ranked
+    by their own ratio but set no scale)."""
+    here = [min(r["baseline_costs"]) for r in records if r.get("timed_on") == "tuner"]
+    best = min(
+        min(r["costs"]) / min(r["baseline_costs"]) * min(here)
+        for r in records
+        if r["error_kind"] is None
+    )
+    return task.flops / best / 1e9
+
+
+def test_a_timing_beyond_the_workers_peak_is_refused(client: Client, task: Task) -> None:
+    """A worker that reports a cost faster than its device can run the task's FLOPs: the result
+    is an implausible_timing failure naming the claim and the bound."""
+    with DaskMeasurer(client, measure_kwargs=FAST) as m:
+        peak = cpu_peak_flops(1, m.target["features"])  # one thread of the workers' CPU
+        at_peak = task.flops / peak  # seconds per call at the bound
+        claims = {
+            "1 ns": MeasureResult(costs=[1e-3, 1e-9]),
+            "beyond": MeasureResult(costs=[at_peak / 2]),
+            "baseline beyond": MeasureResult(costs=[1e-3], baseline_costs=[at_peak / 2]),
+            "within": MeasureResult(costs=[at_peak * 2], baseline_costs=[at_peak * 4]),
+            "failed": MeasureResult(costs=[1e-9], error_kind="timeout", error="slow"),
+        }
+
+        def forge(task_, cands, kwargs):
+            return [claims[c[0]] for c in cands]
+
+        m._chunk_fn = forge
+        results = dict(zip(claims, m(task, [[c] for c in claims]), strict=True))
+    for name in ("1 ns", "beyond", "baseline beyond"):
+        r = results[name]
+        assert r.error_kind == IMPLAUSIBLE == "implausible_timing", (name, r)
+        assert "beyond the device's peak (at most" in r.error and "GFLOP/s" in r.error, r.error
+        assert r.costs == [] and r.baseline_costs == []
+    assert "a baseline cost of" in results["baseline beyond"].error
+    assert results["within"].ok and results["within"].costs == [at_peak * 2]
+    assert results["failed"].error_kind == "timeout"  # a failure stays what it was
+    assert m.peak_flops == peak
+
+
+def test_a_worker_forging_its_timings_never_sets_the_best(
+    tmp_path: Path, client: Client, task: Task
+) -> None:
+    """Workers that measure for real (correct outputs) but report forged costs: 1 ns (beyond
+    any device) for the first config of each chunk, a plausible time 100x faster than the
+    default for the others. The 1 ns claims are refused; every other claim would be the best,
+    so each is measured again here: the best record holds this machine's timing, and the best
+    GFLOP/s is this machine's, within the peak."""
+
+    def forge(task_, cands, kwargs):  # runs on a worker
+        from autotune.measure import MeasureResult, cpu_peak_flops, host_target
+
+        fast = task_.flops / (cpu_peak_flops(1, host_target()["features"]) / 2)
+        out = []
+        for i, r in enumerate(zdist._measure_chunk(task_, cands, kwargs)):
+            if r.ok and i == 0:
+                r = MeasureResult([1e-9] * len(r.costs), None, "", r.build_s, r.run_s, [1e-9])
+            elif r.ok:
+                r = MeasureResult([fast], None, "", r.build_s, r.run_s, [100 * fast])
+            out.append(r)
+        return out
+
+    info = anchor_info(task)
+    path = tmp_path / "forged.jsonl"
+    with DaskMeasurer(client, measure_kwargs=FAST, chunk_fn=forge) as m:
+        peak = cpu_peak_flops(1, m.target["features"])
+        forged = task.flops / (peak / 2)
+        result = tune_task(
+            task, info, Database(path), 8, tuner="random", batch=4, measure_fn=m, progress=None
+        )
+    records = [json.loads(s) for s in path.read_text().splitlines()]
+    assert len(records) == 8  # every measurement is recorded, the refused ones too
+    refused = [r for r in records if r["error_kind"] == IMPLAUSIBLE]
+    assert len(refused) >= 2, [r["error"] for r in records]  # the first of each chunk
+    assert all("beyond the device's peak" in r["error"] for r in refused)
+    ok = [r for r in records if r["error_kind"] is None]
+    assert ok, [r["error"] for r in records]
+    for r in records:  # no forged number is anywhere a cost
+        assert not {1e-9, forged, 100 * forged} & {*r["costs"], *r.get("baseline_costs", [])}, r
+    assert all(r["timed_on"] == "tuner" and r["baseline_costs"] for r in ok)
+    best = Database(path).best(task.workload_key)
+    assert best is not None and best["timed_on"] == "tuner"
+    assert result.best_config == best["config"]
+    assert 0 < result.best_gflops < peak / 1e9
+    assert result.best_gflops == pytest.approx(tuner_scale_gflops(task, records))
+
+
+def test_workers_baselines_do_not_set_the_gflops_shown(tmp_path: Path, task: Task) -> None:
+    """A worker that cannot set the best (its claims are slow) but reports its default as
+    timed at the device's peak: comparable_costs would scale every paired record by that
+    baseline; the tuner shows GFLOP/s on this machine's scale, from its own timings."""
+    at_peak = task.flops / (cpu_peak_flops(1, host_target()["features"]) / 2)
+
+    class SlowClaims:
+        remote = True  # as DaskMeasurer
+        target = host_target()
+        measure_kwargs = FAST
+
+        def __call__(self, task_, cands):
+            return [MeasureResult(costs=[1.0], baseline_costs=[at_peak]) for _ in cands]
+
+    path = tmp_path / "baselines.jsonl"
+    result = tune_task(
+        task,
+        anchor_info(task),
+        Database(path),
+        3,
+        tuner="random",
+        batch=3,
+        measure_fn=SlowClaims(),
+        progress=None,
+    )
+    records = [json.loads(s) for s in path.read_text().splitlines()]
+    # the first success would be the best: measured here; the others are the workers' word
+    assert [r["timed_on"] for r in records] == ["tuner", "workers", "workers"]
+    assert Database(path).best(task.workload_key) == records[0]
+    # the best is the one timed here, scaled by its own default: its own GFLOP/s
+    assert result.best_gflops == pytest.approx(task.flops / min(records[0]["costs"]) / 1e9)
+
+
+def test_a_client_that_fails_to_start_lets_the_process_exit() -> None:
+    """distributed leaves a client whose start raised to its __del__, which at exit waited
+    2 x the timeout for an event loop already stopped, then printed a traceback; ours is closed
+    when its start fails."""
+    import subprocess
+
+    script = (
+        "import autotune.distributed as z\n"
+        "try:\n"
+        "    z._safe_client_class()('inproc://nothing', timeout=5, set_as_default=False)\n"
+        "except Exception as e:\n"
+        "    print('failed:', type(e).__name__)\n"
+        "print('exiting')\n"
+    )
+    r = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=120,  # hang guard
+    )
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("failed: ") and "exiting" in r.stdout, r.stdout
+    assert "Traceback" not in r.stderr and "Exception ignored" not in r.stderr, r.stderr
