@@ -25,7 +25,7 @@ from xdsl.passes import ModulePass
 from compiler import parallel_runtime
 from compiler.backends.gpu.compile import APIS, check_available, load_program, preset_for
 from compiler.backends.llvm_cpu.compile import compile_module as compile_llvm
-from compiler.errors import CompileError, InputError
+from compiler.errors import CompileError
 from compiler.frontend.onnx import import_onnx
 from compiler.parallel_compile import compile_split, default_workers
 from compiler.pass_runner import make_context, run_passes
@@ -39,6 +39,7 @@ from compiler.pipelines import (
     levels_between,
 )
 from compiler.runtime import aligned_copy, aligned_empty
+from compiler.tensor_spec import TensorSpec, check_inputs, results
 from dialects.attributes import (
     DTYPE_ATTR,
     LENGTH_OF_ATTR,
@@ -131,27 +132,6 @@ def import_model(
     return import_onnx(model, dict(input_shapes) if input_shapes else None)
 
 
-@dataclass
-class TensorSpec:
-    name: str
-    shape: tuple[int, ...]
-    dtype: np.dtype
-    """What the caller passes or gets."""
-    compute_dtype: np.dtype | None = None
-    """What the machine code reads or writes, where it is wider than `dtype` (float16 computed
-    in float32, uint8 in int32, ...): the boundary converts."""
-
-    run_time_axis: int | None = None
-    """For an output whose extent along this axis depends on the values (NonZero, ...): the
-    buffer is an upper bound, trimmed to the length that the `length_of` result gives."""
-    length_of: str | None = None
-    """For the hidden i64 scalar result holding that length: the output it belongs to."""
-
-    @property
-    def buffer_dtype(self) -> np.dtype:
-        return self.compute_dtype if self.compute_dtype is not None else self.dtype
-
-
 def _signature(module: ModuleOp) -> tuple[list[TensorSpec], list[TensorSpec]]:
     """Input and output specs of @main at the graph or tensor level (names from ziggurat.name)."""
     main = main_function(module)
@@ -198,6 +178,16 @@ class CompiledModel:
     """Threads of the parallel-for runtime while this model runs (kernels with parallel loops)."""
     notes: dict[str, Attribute] = field(default_factory=dict)
     """The `ziggurat.*` module attributes that passes left (memory plan, autotune statistics)."""
+    options: dict[str, Any] = field(default_factory=dict)
+    """How it was compiled (threads, layout, optimize, schedules as pass strings): what a
+    package's manifest records."""
+
+    def save(self, path: str | Path) -> None:
+        """Write this model as a self-contained package (compiler/package/: machine code,
+        weights, manifest), loadable by `compiler.package.load_package` without the compiler."""
+        from compiler.package.writer import save_package
+
+        save_package(self, path)
 
     def _use_threads(self) -> None:
         if getattr(self.program, "parallel", False):
@@ -213,28 +203,8 @@ class CompiledModel:
         return [s.name for s in self.outputs if s.length_of is None]
 
     def check_inputs(self, feeds: Mapping[str, np.ndarray]) -> list[np.ndarray]:
-        unknown = [k for k in feeds if k not in self.input_names]
-        if unknown:
-            raise InputError(
-                f"unknown input name(s) {unknown}; the model's inputs are {self.input_names}"
-            )
-        arrays = []
-        for spec in self.inputs:
-            if spec.name not in feeds:
-                raise InputError(
-                    f"missing input '{spec.name}' (shape {list(spec.shape)}, {spec.dtype})"
-                )
-            a = np.asarray(feeds[spec.name])
-            if a.dtype != spec.dtype:
-                raise InputError(
-                    f"input '{spec.name}' has dtype {a.dtype}; the model expects {spec.dtype}"
-                )
-            if tuple(a.shape) != spec.shape:
-                raise InputError(
-                    f"input '{spec.name}' has shape {list(a.shape)}; the model expects {list(spec.shape)}"
-                )
-            arrays.append(a if spec.compute_dtype is None else a.astype(spec.compute_dtype))
-        return arrays
+        """compiler/tensor_spec.py check_inputs: InputError for a wrong name, dtype, shape."""
+        return check_inputs(self.inputs, feeds)
 
     def run(self, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         args = [aligned_copy(a) for a in self.check_inputs(feeds)]
@@ -247,15 +217,7 @@ class CompiledModel:
         """The caller's view of @main's result buffers: widened outputs converted to their
         declared type (integers fit; float16 is rounded once), data-dependent outputs trimmed
         to their run-time length, the lengths themselves left out."""
-        lengths = {s.length_of: int(o) for s, o in zip(self.outputs, outs) if s.length_of}
-        views = {}
-        for s, o in zip(self.outputs, outs, strict=True):
-            if s.length_of is not None:
-                continue
-            if s.run_time_axis is not None:
-                o = o[(slice(None),) * s.run_time_axis + (slice(0, lengths[s.name]),)]
-            views[s.name] = o if s.compute_dtype is None else o.astype(s.dtype)
-        return views
+        return results(self.outputs, outs)
 
     def runner(self, feeds: Mapping[str, np.ndarray]):
         """A zero-argument callable that runs the model on fixed buffers (for timing)."""
@@ -310,7 +272,13 @@ def compile_module(
     t0 = time.perf_counter()
     program, _ = compile_split(module, ctx, jobs or default_workers())
     timings["llvm+machine-code"] = time.perf_counter() - t0
-    return CompiledModel(ins, outs, program, timings, threads, notes)
+    options = {
+        "threads": threads,
+        "layout": layout,
+        "optimize": optimize,
+        "schedules": [str(s) for s in schedules],  # a ModulePass prints as its `-p` string
+    }
+    return CompiledModel(ins, outs, program, timings, threads, notes, options)
 
 
 def _compile_gpu(
@@ -425,6 +393,7 @@ def compile_report(
 
 __all__ = [
     "CompiledModel",
+    "TensorSpec",
     "compile_model",
     "compile_module",
     "compile_report",

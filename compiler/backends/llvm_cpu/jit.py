@@ -140,6 +140,9 @@ class LLVMCPUProgram:
     bound_constants: dict[str, np.ndarray] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
     parallel: bool = False  # calls the thread-pool runtime
+    objects: list[bytes] = field(default_factory=list)
+    """The object files linked in (the kernels): with `llvm_ir`, all the code, so that the
+    program can be saved as a package (compiler/package/) without compiling anything again."""
     _asm: str | None = None
 
     def c_function(self, name: str) -> Any:
@@ -252,4 +255,5 @@ def load(
         bound_constants=bound,
         timings={"jit_s": time.perf_counter() - t0},
         parallel=parallel,
+        objects=list(objects),
     )

@@ -1,0 +1,108 @@
+"""save_package: a compiled model -> one package file (layout: compiler/package/__init__.py).
+
+Written to a temporary file beside the target and renamed into place, so a reader never sees
+half a package; mode 0644 whatever the umask (a group-writable package would be refused by the
+loader). Members carry a fixed date, so the archive depends only on what it holds.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import struct
+import tempfile
+import zipfile
+from typing import Any, Protocol
+
+from compiler.backends.llvm_cpu import jit
+from compiler.package import llvm_cpu
+from compiler.package.errors import PackageError
+from compiler.package.format import (
+    FORMAT,
+    FORMAT_VERSION,
+    MANIFEST,
+    sha256,
+    spec_to_json,
+    ziggurat_version,
+)
+from compiler.tensor_spec import TensorSpec
+
+_DATE = (1980, 1, 1, 0, 0, 0)
+ALIGN = 64
+_LOCAL_HEADER = 30  # bytes of a zip local file header before its name
+_ALIGN_EXTRA = 6  # the padding field's id, size and alignment
+
+
+class SavableModel(Protocol):
+    """What a package is made from: compiler.model.CompiledModel's fields."""
+
+    inputs: list[TensorSpec]
+    outputs: list[TensorSpec]
+    program: Any
+    threads: int
+    notes: dict[str, Any]
+    options: dict[str, Any]
+
+
+def manifest_for(
+    model: SavableModel, backend: str, section: dict[str, Any], parts: dict[str, bytes]
+) -> dict[str, Any]:
+    return {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "ziggurat_version": ziggurat_version(),
+        "backend": backend,
+        "target": llvm_cpu.target(),
+        "inputs": [spec_to_json(s) for s in model.inputs],
+        "outputs": [spec_to_json(s) for s in model.outputs],
+        "threads": model.threads,
+        "compile_options": dict(model.options),
+        "notes": {k: str(v) for k, v in sorted(model.notes.items())},
+        backend: section,
+        "parts": {name: sha256(blob) for name, blob in parts.items()},
+    }
+
+
+def _member(name: str, blob: bytes, zf: zipfile.ZipFile, at: int) -> None:
+    """Write member `name` at offset `at`. Code and the manifest are deflated; weights (which
+    barely compress) are stored, their data 64-byte aligned in the file by an extra field of
+    padding (id 0xD935, as Android's zipalign writes it) and numpy's header, itself padded to
+    64 bytes, so that the loader binds them in place."""
+    info = zipfile.ZipInfo(name, date_time=_DATE)
+    info.external_attr = 0o644 << 16
+    info.compress_type = zipfile.ZIP_DEFLATED
+    if name.endswith(".npy"):
+        info.compress_type = zipfile.ZIP_STORED
+        pad = -(at + _LOCAL_HEADER + len(name.encode()) + _ALIGN_EXTRA) % ALIGN
+        info.extra = struct.pack("<HHH", 0xD935, 2 + pad, ALIGN) + bytes(pad)
+    zf.writestr(info, blob)
+
+
+def save_package(model: SavableModel, path: str | os.PathLike[str]) -> None:
+    """Write `model` (compiled for the CPU) as a package at `path`; PackageError if it cannot."""
+    shown = os.fspath(path)
+    if not isinstance(model.program, jit.LLVMCPUProgram):
+        raise PackageError(
+            shown, "only models compiled for the CPU (target cpu) can be saved as packages so far"
+        )
+    section, parts = llvm_cpu.pack(model.program)
+    manifest = manifest_for(model, llvm_cpu.BACKEND, section, parts)
+    directory = os.path.dirname(os.path.abspath(shown))
+    try:
+        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".zpkg-", suffix=".tmp")
+    except OSError as e:
+        raise PackageError(shown, f"cannot write the package: {e.strerror}") from None
+    try:
+        with os.fdopen(fd, "wb") as f:
+            with zipfile.ZipFile(f, "w") as zf:
+                _member(MANIFEST, json.dumps(manifest, indent=1).encode(), zf, f.tell())
+                for name, blob in parts.items():
+                    _member(name, blob, zf, f.tell())
+            os.fchmod(f.fileno(), 0o644)
+        os.replace(tmp, shown)
+    except OSError as e:
+        raise PackageError(shown, f"cannot write the package: {e.strerror or e}") from None
+    finally:
+        with contextlib.suppress(OSError):  # gone after the rename; else half a package
+            os.unlink(tmp)

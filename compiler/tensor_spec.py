@@ -1,0 +1,78 @@
+"""The boundary of a compiled model: what @main takes and gives, and the checks on both sides.
+
+One module for CompiledModel (compiler/model.py) and a loaded package (compiler/package/), so
+that a model run from a package checks its inputs, and shapes its outputs, exactly as the model
+it was saved from. Imports numpy and compiler.errors only: the package runtime loads without
+xDSL or ONNX.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from compiler.errors import InputError
+
+
+@dataclass
+class TensorSpec:
+    name: str
+    shape: tuple[int, ...]
+    dtype: np.dtype
+    """What the caller passes or gets."""
+    compute_dtype: np.dtype | None = None
+    """What the machine code reads or writes, where it is wider than `dtype` (float16 computed
+    in float32, uint8 in int32, ...): the boundary converts."""
+
+    run_time_axis: int | None = None
+    """For an output whose extent along this axis depends on the values (NonZero, ...): the
+    buffer is an upper bound, trimmed to the length that the `length_of` result gives."""
+    length_of: str | None = None
+    """For the hidden i64 scalar result holding that length: the output it belongs to."""
+
+    @property
+    def buffer_dtype(self) -> np.dtype:
+        return self.compute_dtype if self.compute_dtype is not None else self.dtype
+
+
+def check_inputs(specs: Sequence[TensorSpec], feeds: Mapping[str, np.ndarray]) -> list[np.ndarray]:
+    """The caller's arrays in @main's order, converted to what the code reads; InputError for an
+    unknown or missing name, a wrong dtype or a wrong shape."""
+    names = [s.name for s in specs]
+    unknown = [k for k in feeds if k not in names]
+    if unknown:
+        raise InputError(f"unknown input name(s) {unknown}; the model's inputs are {names}")
+    arrays = []
+    for spec in specs:
+        if spec.name not in feeds:
+            raise InputError(
+                f"missing input '{spec.name}' (shape {list(spec.shape)}, {spec.dtype})"
+            )
+        a = np.asarray(feeds[spec.name])
+        if a.dtype != spec.dtype:
+            raise InputError(
+                f"input '{spec.name}' has dtype {a.dtype}; the model expects {spec.dtype}"
+            )
+        if tuple(a.shape) != spec.shape:
+            raise InputError(
+                f"input '{spec.name}' has shape {list(a.shape)}; the model expects {list(spec.shape)}"
+            )
+        arrays.append(a if spec.compute_dtype is None else a.astype(spec.compute_dtype))
+    return arrays
+
+
+def results(specs: Sequence[TensorSpec], outs: Sequence[np.ndarray]) -> dict[str, np.ndarray]:
+    """The caller's view of @main's result buffers: widened outputs converted to their declared
+    type (integers fit; float16 is rounded once), data-dependent outputs trimmed to their
+    run-time length, the lengths themselves left out."""
+    lengths = {s.length_of: int(o) for s, o in zip(specs, outs) if s.length_of}
+    views = {}
+    for s, o in zip(specs, outs, strict=True):
+        if s.length_of is not None:
+            continue
+        if s.run_time_axis is not None:
+            o = o[(slice(None),) * s.run_time_axis + (slice(0, lengths[s.name]),)]
+        views[s.name] = o if s.compute_dtype is None else o.astype(s.dtype)
+    return views
