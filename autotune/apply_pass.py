@@ -17,6 +17,9 @@ module attribute `ziggurat.autotune` (read back with `autotune_stats`).
 
 from __future__ import annotations
 
+import json
+import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -27,7 +30,7 @@ from xdsl.ir import Attribute
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import DiagnosticException
 
-from autotune.database import Database, comparable_costs, record_cost
+from autotune.database import Database, DatabaseError, comparable_costs, record_cost
 from autotune.space import SearchSpace
 from autotune.task import extract_tasks, generics_of, task_from_function
 from autotune.tune_model import tune_tasks
@@ -176,6 +179,51 @@ def apply_database(
     return stats
 
 
+FIRST_LINE_LIMIT = 1 << 20
+"""Bytes read to find a database's first record: a record is a few hundred bytes."""
+
+
+def check_database_file(db: str) -> None:
+    """Raise DatabaseError unless `db` can be a tuning database: JSON lines whose first
+    non-blank line is a JSON object (a record). /etc/passwd, a model or a binary named by
+    mistake is refused naming the file, before it is read as records or appended to. A missing
+    or empty file passes (tuning creates it); one that is not a regular file, or cannot be read,
+    is left to the Database, which refuses it without blocking on a FIFO."""
+    try:
+        fd = os.open(db, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError:
+        return
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return
+        head = os.read(fd, FIRST_LINE_LIMIT)
+    except OSError:
+        return
+    finally:
+        os.close(fd)
+    lines = enumerate(head.splitlines(keepends=True), 1)
+    first = next(((n, raw) for n, raw in lines if raw.strip()), None)
+    if first is None:
+        return  # empty, or blank lines only
+    number, raw = first
+    line = raw.strip()
+    complete = raw.endswith(b"\n")  # else torn by a killed writer, or longer than the limit
+    try:
+        record = json.loads(line.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        if not complete and line.startswith(b"{"):
+            return
+        why = "not JSON"
+    else:
+        if isinstance(record, dict):
+            return
+        why = "JSON, but not an object"
+    raise DatabaseError(
+        f"{db} is not a tuning database (JSON lines, one record object each): "
+        f"line {number} is {why}"
+    )
+
+
 def tuned_schedules(
     db: str | None, threads: int = 1, target: str = "cpu", preset: str = ""
 ) -> list[ModulePass]:
@@ -235,15 +283,19 @@ class AutotunePass(ModulePass):
             raise DiagnosticException(
                 f"autotune: database not found: {self.db} (record one with `ziggurat tune MODEL --trials N --db {self.db}`)"
             )
-        if self.trials > 0:
-            tune_tasks(
-                extract_tasks(op),
-                self.db,
-                self.trials,
-                tuner=self.tuner,
-                seed=self.seed,
-                only_missing=True,
-                target=target,
-            )
-        stats = apply_database(op, self.db, ctx, target=target)
+        try:  # not a regular file (a FIFO, a device), no permission, a lock held too long
+            check_database_file(self.db)
+            if self.trials > 0:
+                tune_tasks(
+                    extract_tasks(op),
+                    self.db,
+                    self.trials,
+                    tuner=self.tuner,
+                    seed=self.seed,
+                    only_missing=True,
+                    target=target,
+                )
+            stats = apply_database(op, self.db, ctx, target=target)
+        except DatabaseError as e:
+            raise DiagnosticException(f"autotune: {e}") from None
         op.attributes[AUTOTUNE_STATS_ATTR] = stats.to_attr()  # {kernels, tuned, fallback}

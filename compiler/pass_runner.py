@@ -18,6 +18,21 @@ from xdsl.utils.exceptions import DiagnosticException, VerifyException
 
 from compiler import registry
 from compiler.errors import CompileError
+from passes.analysis.kernel_access import KernelAnalysisError
+
+PASS_INPUT_ERRORS: tuple[type[Exception], ...] = (KernelAnalysisError, NotImplementedError)
+"""What a pass raises for input it does not handle (a kernel outside what the loop generator
+takes, IR of another level, a construct not implemented): user errors naming the pass, reported
+like its diagnostics (DiagnosticException), not as bugs."""
+
+
+def pass_input_error(pass_name: str, error: Exception) -> str:
+    """The one-line message of a PASS_INPUT_ERRORS exception raised by pass `pass_name`."""
+    why = str(error).strip().splitlines()[0] if str(error).strip() else ""
+    if isinstance(error, NotImplementedError):
+        return f"pass '{pass_name}' does not support this input" + (f": {why}" if why else "")
+    return f"pass '{pass_name}' cannot handle this input: {why or type(error).__name__}"
+
 
 PassCallback = Callable[[ModulePass | None, ModuleOp, ModulePass | None], None]
 """xDSL's PassPipeline callback: (pass just run or None, module, next pass or None)."""
@@ -80,3 +95,5 @@ def run_passes(
         run_pipeline(ctx, module, passes, between)
     except (DiagnosticException, VerifyException) as e:
         raise CompileError(f"pass '{failing}' failed: {e}") from e
+    except PASS_INPUT_ERRORS as e:
+        raise CompileError(pass_input_error(failing, e)) from e

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import math
 import os
 import stat
 import sys
@@ -29,6 +30,8 @@ EMIT_LEVELS = (*LEVELS, "llvm-ir", "asm", *GPU_EMITS)
 GPU level and kernel source."""
 TARGETS = ("cpu", "opencl", "cuda")
 """`--target`: where the model runs (compiler.model.TARGETS; not imported: --help stays fast)."""
+PACKAGE_SUFFIX = ".zpkg"
+"""What `compile -o` writes as a package and `run` loads as one (compiler.package.SUFFIX)."""
 
 
 class UsageError(Exception):
@@ -125,6 +128,10 @@ def cmd_compile(args: argparse.Namespace) -> int:
         )
         if not args.output:
             return 0
+    if args.output and args.output.endswith(PACKAGE_SUFFIX):
+        _compile_package(args, shapes, optimize)
+        return 0
+    args.emit = args.emit or "llvm-ir"
     if args.emit in GPU_EMITS or args.target != "cpu":
         _emit_gpu(args, shapes, optimize)
         return 0
@@ -162,6 +169,36 @@ def cmd_compile(args: argparse.Namespace) -> int:
     if args.verbose:
         print(f"compiled in {time.perf_counter() - t0:.2f} s", file=sys.stderr)
     return 0
+
+
+def _compile_package(
+    args: argparse.Namespace, shapes: dict[str, list[int]], optimize: bool
+) -> None:
+    """`compile MODEL -o X.zpkg`: the machine code, weights and manifest in one file
+    (compiler/package/), for `ziggurat run X.zpkg` or `compiler.package.load_package`."""
+    from compiler.model import compile_model
+
+    if args.emit is not None:
+        raise UsageError(
+            f"--emit {args.emit} prints one level; a {PACKAGE_SUFFIX} output is a package of "
+            "machine code: drop --emit or name another output file"
+        )
+    if args.target != "cpu":
+        raise UsageError(f"packages hold CPU code only so far (got --target {args.target})")
+    model = _model_arg(args.model)
+    compiled = compile_model(
+        model,
+        shapes,
+        optimize=optimize,
+        schedules=_schedules(args.db, args.threads),
+        threads=args.threads,
+        layout=_layout(args, model),
+    )
+    if args.db:
+        _report_db_use(compiled.notes)
+    compiled.save(args.output)
+    if args.verbose:
+        print(f"package written to {args.output}", file=sys.stderr)
 
 
 def _emit_gpu(args: argparse.Namespace, shapes: dict[str, list[int]], optimize: bool) -> None:
@@ -212,11 +249,47 @@ def _load_npz(path: str) -> dict:
             raise UsageError(f"{path} is not a valid .npz archive: {e}") from None
 
 
-def cmd_run(args: argparse.Namespace) -> int:
+def _save_outputs(outputs: dict[str, Any], path: str) -> None:
+    """The outputs to the .npz file the user named (exactly there: no `.npz` added), listed."""
     import numpy as np
 
+    save: Callable[..., None] = np.savez  # numpy's stub types **kwds as its own options
+    _write_file(path, lambda f: save(f, **outputs))
+    _stdout(
+        "".join(f"{name}: shape {list(value.shape)} -> {path}\n" for name, value in outputs.items())
+    )
+
+
+def _run_package(args: argparse.Namespace) -> int:
+    """`run X.zpkg`: the package's code through the lean runtime (compiler/package/: neither
+    the passes nor ONNX are imported). It holds compiled code: compile options do not apply."""
+    from compiler.package import load_package
+
+    for flag, given in (
+        ("--target", args.target != "cpu"),
+        ("--input-shape", args.input_shape),
+        ("--no-graph-opt", args.no_graph_opt),
+        ("--db", args.db),
+        ("--layout", args.layout),
+    ):
+        if given:
+            raise UsageError(
+                f"{flag} does not apply to a package, which holds compiled code: give it to "
+                f"`ziggurat compile MODEL -o {args.model}`"
+            )
+    if args.threads is not None and args.threads < 1:
+        raise UsageError(f"--threads must be at least 1 (got {args.threads})")
+    model = load_package(args.model, threads=args.threads)
+    _save_outputs(model.run(_load_npz(args.inputs)), args.output)
+    return 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    if args.model.endswith(PACKAGE_SUFFIX):
+        return _run_package(args)
     from compiler.model import compile_model
 
+    args.threads = 1 if args.threads is None else args.threads
     _check_threads(args.threads)
     _check_readable(args.model, "model file")
     feeds = _load_npz(args.inputs)
@@ -231,16 +304,30 @@ def cmd_run(args: argparse.Namespace) -> int:
     )
     if args.db:
         _report_db_use(model.notes)
-    outputs = model.run(feeds)
-    save: Callable[..., None] = np.savez  # numpy's stub types **kwds as its own options
-    _write_file(args.output, lambda f: save(f, **outputs))  # exactly there: no `.npz` added
-    _stdout(
-        "".join(
-            f"{name}: shape {list(value.shape)} -> {args.output}\n"
-            for name, value in outputs.items()
-        )
-    )
+    _save_outputs(model.run(feeds), args.output)
     return 0
+
+
+def _positive_seconds(text: str) -> float:
+    """argparse type of `--seconds`: a finite number above 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got '{text}'") from None
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds (got {text})")
+    return value
+
+
+def _non_negative_int(text: str) -> int:
+    """argparse type of a count or seed that may be 0 (`--seed`, `demo --trials`)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got '{text}'") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more (got {text})")
+    return value
 
 
 def _check_threads(threads: int) -> None:
@@ -405,6 +492,9 @@ def cmd_tune(args: argparse.Namespace) -> int:
     _check_threads(args.threads)
     if args.trials < 1:
         raise UsageError("--trials must be a positive number")
+    from autotune.apply_pass import check_database_file
+
+    check_database_file(args.db)  # /etc/passwd is no database to append records to
     if args.plot:
         check_plotting()  # before the tuning it would come after
     tls_files = (args.dask_tls_ca, args.dask_tls_cert, args.dask_tls_key)
@@ -414,10 +504,8 @@ def cmd_tune(args: argparse.Namespace) -> int:
         )
     target = _tuning_target(args)
     model = _model_arg(args.model)
-    layout = _tuning_layout(args, model, target.is_gpu)
-    tasks = extract_tasks(model, layout=layout)
     measurer = None
-    if args.dask:
+    if args.dask:  # connected first: an unusable cluster is reported before any local work
         # its errors (bad TLS files, an unencrypted remote scheduler) are ZigguratErrors
         from autotune.distributed import DaskMeasurer, tls_security
 
@@ -436,17 +524,19 @@ def cmd_tune(args: argparse.Namespace) -> int:
             target = target.on_device(measurer.device)
         on = measurer.device.get("name", "?") if measurer.device else measurer.target["cpu"]
         print(f"measuring on {measurer.n_workers} dask workers ({on})", file=sys.stderr)
-    where = (
-        f"{args.threads} thread(s)"
-        if not target.is_gpu
-        else f"{target.record_fields()['device'].get('name', args.target)} ({target.preset})"
-    )
-    print(
-        f"{len(tasks)} tasks; {args.trials} trials with the {args.tuner} tuner on {where}"
-        f"{' with transfer learning' if args.transfer else ''}; records -> {args.db}",
-        file=sys.stderr,
-    )
     try:
+        layout = _tuning_layout(args, model, target.is_gpu)
+        tasks = extract_tasks(model, layout=layout)
+        where = (
+            f"{args.threads} thread(s)"
+            if not target.is_gpu
+            else f"{target.record_fields()['device'].get('name', args.target)} ({target.preset})"
+        )
+        print(
+            f"{len(tasks)} tasks; {args.trials} trials with the {args.tuner} tuner on {where}"
+            f"{' with transfer learning' if args.transfer else ''}; records -> {args.db}",
+            file=sys.stderr,
+        )
         summary = tune_tasks(
             tasks,
             args.db,
@@ -605,8 +695,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     c = sub.add_parser("compile", help="print the program at one level")
     c.add_argument("model")
-    c.add_argument("--emit", choices=EMIT_LEVELS, default="llvm-ir")
-    c.add_argument("-o", "--output")
+    c.add_argument("--emit", choices=EMIT_LEVELS, help="the level to print (default: llvm-ir)")
+    c.add_argument(
+        "-o", "--output", help=f"write there instead; a {PACKAGE_SUFFIX} file is a package to run"
+    )
     c.add_argument("--input-shape", action="append", metavar="NAME=1x3x224x224")
     c.add_argument("-v", "--verbose", action="store_true")
     c.add_argument(
@@ -642,7 +734,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.set_defaults(fn=cmd_compile)
 
     r = sub.add_parser("run", help="run a model on inputs from an .npz file")
-    r.add_argument("model")
+    r.add_argument("model", help=f"an .onnx file, or a {PACKAGE_SUFFIX} package")
     r.add_argument("--inputs", required=True)
     r.add_argument("--output", required=True)
     r.add_argument(
@@ -656,7 +748,11 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument(
         "--db", help="apply the best schedules recorded by `ziggurat tune` in this database"
     )
-    r.add_argument("--threads", type=int, default=1, help="threads for the kernels' parallel loops")
+    r.add_argument(
+        "--threads",
+        type=int,
+        help="threads for the kernels' parallel loops (default: 1; a package's: as it was saved)",
+    )
     r.add_argument(
         "--layout",
         choices=LAYOUTS,
@@ -675,7 +771,9 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument(
         "--threads", type=int, default=1, help="threads for ziggurat and for onnxruntime (intra-op)"
     )
-    b.add_argument("--seconds", type=float, default=1.0, help="minimum timing time per engine")
+    b.add_argument(
+        "--seconds", type=_positive_seconds, default=1.0, help="minimum timing time per engine"
+    )
     b.add_argument("--json", action="store_true")
     b.add_argument("--target", default="cpu", choices=TARGETS, help="where ziggurat runs the model")
     b.add_argument(
@@ -720,7 +818,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--preset",
         help="GPU schedule target (opencl-cpu, opencl-gpu, cuda; default: the device's kind)",
     )
-    t.add_argument("--seed", type=int, default=0)
+    t.add_argument("--seed", type=_non_negative_int, default=0)
     t.add_argument(
         "--threads",
         type=int,
@@ -768,9 +866,12 @@ def build_parser() -> argparse.ArgumentParser:
     t.set_defaults(fn=cmd_tune)
 
     d = sub.add_parser("demo", help="compile and run a built-in model, compare with onnxruntime")
-    d.add_argument("--seed", type=int, default=0)
+    d.add_argument("--seed", type=_non_negative_int, default=0)
     d.add_argument(
-        "--trials", type=int, default=32, help="tuning measurements (0: default schedules only)"
+        "--trials",
+        type=_non_negative_int,
+        default=32,
+        help="tuning measurements (0: default schedules only)",
     )
     d.add_argument(
         "--db", help="keep the tuning records in this database (default: a temporary one)"

@@ -52,10 +52,17 @@ from compiler.instrumentation import (
     write_reproducer,
 )
 from compiler.locating_parser import LocatingParser
-from compiler.pass_runner import run_pipeline
+from compiler.pass_runner import PASS_INPUT_ERRORS, pass_input_error, run_pipeline
 from compiler.pipelines import PIPELINES, PipelineError, expand
 
 PROG = "ziggurat-opt"
+_PASS_INPUT_FAILURES: tuple[type[Exception], ...] = (*PASS_INPUT_ERRORS, RecursionError)
+"""A pass's exceptions that are the input's fault: what it does not handle, and IR nested deeper
+than it recurses."""
+_TOO_DEEP = (
+    "nesting too deep: regions, attributes or types nested deeper than the parser can follow "
+    "(Python's recursion limit)"
+)
 _SPLIT_RE = re.compile(r"^[ \t]*// -----[ \t]*\r?\n?", re.MULTILINE)
 
 
@@ -239,6 +246,11 @@ class ZigguratOptMain(xDSLOptMain):
             pos = parser.current_position()
             line, col = line_col(chunk, pos)
             raise _Located(Diag("error", str(e).strip(), file=name, line=line, col=col)) from e
+        except RecursionError as e:
+            # xDSL's parser recurses once per nesting level of regions, attributes and types
+            pos = parser.current_position()
+            line, col = line_col(chunk, pos)
+            raise _Located(Diag("error", _TOO_DEEP, file=name, line=line, col=col)) from e
         except (AssertionError, ValueError, TypeError, IndexError, KeyError, OverflowError) as e:
             # xDSL's parser asserts or fails inside on some malformed input (e.g. an unclosed
             # complex number in a dense literal): still the input's fault, at this position
@@ -306,19 +318,45 @@ class ZigguratOptMain(xDSLOptMain):
             raise DriverError(
                 f"could not open output file '{args.output_file}': {e.strerror}"
             ) from None
+        where = (
+            "to standard output"
+            if args.output_file is None
+            else f"output file '{args.output_file}'"
+        )
+
+        def emit(text: str) -> None:
+            """Write and flush: a full disk (/dev/full) or a closed file is a user error naming
+            the file; a broken pipe (`| head`) is normal use, main() ends quietly on it."""
+            try:
+                out.write(text)
+                out.flush()
+            except BrokenPipeError:
+                raise
+            except OSError as e:
+                raise _OutputError(
+                    f"could not write {where}: {e.strerror or e}", stdout=out is sys.stdout
+                ) from None
+
         try:
             with remember_diagnostic_ops():
                 for i, chunk in enumerate(self._chunks(text)):
                     if i > 0:
-                        out.write("// -----\n")
+                        emit("// -----\n")
                     result = self._run_chunk(chunk, name, instr, report)
                     if result is not None:
                         with instr.phase("Output"):
-                            out.write(self.output_resulting_program(result))
-                        out.flush()
+                            try:
+                                printed = self.output_resulting_program(result)
+                            except RecursionError:
+                                raise DriverError(
+                                    "the result is nested too deeply to print "
+                                    "(Python's recursion limit)"
+                                ) from None
+                            emit(printed)
         finally:
             if out is not sys.stdout:
-                out.close()
+                with contextlib.suppress(OSError):  # a failed write was reported already
+                    out.close()
         instr.report()
 
         if verify_mode:
@@ -359,6 +397,9 @@ class ZigguratOptMain(xDSLOptMain):
             except (OpError, DiagnosticException) as e:
                 report(diag_from_exception(e, name))
                 return None
+            except RecursionError:
+                report(Diag("error", "the module is nested too deeply to verify", file=name))
+                return None
 
         instr.begin(self.pipeline.passes)
         try:
@@ -369,6 +410,22 @@ class ZigguratOptMain(xDSLOptMain):
             if failure is not None:
                 what = "produced IR that does not verify" if failure.after_pass else "failed"
                 d.notes.append(f"note: pass '{failure.pass_.name}' {what}")
+            report(d)
+            if failure is not None:
+                self._maybe_reproduce(failure, d.render({}))
+            return None
+        except _PASS_INPUT_FAILURES as e:
+            # input the pass does not handle (another level, an unsupported construct), or IR
+            # nested deeper than it recurses: the input's fault, one error naming the pass
+            failure = instr.failure()
+            where = failure.pass_.name if failure is not None else "?"
+            if isinstance(e, RecursionError):
+                message = f"pass '{where}': the IR is nested too deeply (Python's recursion limit)"
+            else:
+                message = pass_input_error(where, e)
+            d = Diag("error", message, file=name)
+            if failure is not None:
+                d.notes.append(f"note: pass '{where}' failed")
             report(d)
             if failure is not None:
                 self._maybe_reproduce(failure, d.render({}))
@@ -402,6 +459,14 @@ class ZigguratOptMain(xDSLOptMain):
             print(f"  {n} = {p}")
 
 
+class _OutputError(DriverError):
+    """Writing the output failed; on standard output, what is still buffered is dropped."""
+
+    def __init__(self, message: str, stdout: bool) -> None:
+        super().__init__(message)
+        self.stdout = stdout
+
+
 class _Located(Exception):
     """A parse-time failure already turned into a diagnostic."""
 
@@ -425,6 +490,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return ZigguratOptMain(args=argv).run()
     except DriverError as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)
+        if isinstance(e, _OutputError) and e.stdout:
+            _drop_stdout()  # else flushing it again at exit fails once more, with a traceback
     except _Internal as e:
         print(f"{PROG}: internal error {e}", file=sys.stderr)
         _hint(show_tb, e.cause)
@@ -432,13 +499,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{PROG}: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:
-        with contextlib.suppress(Exception):
-            sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - silence the flush at exit
+        _drop_stdout()
         return 1
     except (Exception, ArgSpecParseError) as e:
         print(f"{PROG}: internal error: {type(e).__name__}: {e}", file=sys.stderr)
         _hint(show_tb, e)
     return 1
+
+
+def _drop_stdout() -> None:
+    """Point sys.stdout at /dev/null: the interpreter's flush at exit has nowhere to fail."""
+    with contextlib.suppress(Exception):
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - silence the flush at exit
 
 
 def _hint(show_tb: bool, cause: BaseException) -> None:

@@ -60,6 +60,41 @@ UPGRADE_TO_OPSET = 13
 its adapters reach from old opsets for every operator those models use."""
 
 
+MAX_DECLARED_OPSET = 2**31 - 1
+"""The newest opset a model may declare for a domain onnx has no schemas of (a vendor's): onnx's
+schema lookup takes a C int."""
+
+
+def check_opsets(model: onnx.ModelProto, where: str) -> None:
+    """Refuse operator set versions no onnx release defines (below 1, past the newest that the
+    installed onnx knows for its domain), naming `where` (the model) and the domain, and a model
+    that uses default-domain operators without declaring that domain's opset."""
+    newest = {"": onnx.defs.onnx_opset_version(), "ai.onnx.ml": onnx.defs.onnx_ml_opset_version()}
+    owners = [("", model.opset_import)]
+    owners += [(f" (in its function '{fn.name}')", fn.opset_import) for fn in model.functions]
+    for owner, imports in owners:
+        for o in imports:
+            domain = "" if o.domain == "ai.onnx" else o.domain
+            last = newest.get(domain, MAX_DECLARED_OPSET)
+            if not 1 <= o.version <= last:
+                name = f"domain '{o.domain}'" if o.domain else "the default domain (ai.onnx)"
+                known = (
+                    f"onnx {onnx.__version__} defines opsets 1..{last}"
+                    if domain in newest
+                    else f"an opset version is 1..{last}"
+                )
+                raise FrontendError(
+                    f"{where}{owner} declares opset {o.version} for {name}; {known}"
+                )
+    if not any(o.domain in ("", "ai.onnx") for o in model.opset_import):
+        node = next((n for n in _all_nodes(model.graph) if n.domain in ("", "ai.onnx")), None)
+        if node is not None:
+            raise FrontendError(
+                f"{where} uses operators of the default domain ({node.op_type} node "
+                f"'{node.name}') but declares no opset for it (opset_import)"
+            )
+
+
 MAX_ELEMENTS = 2**31
 """The most elements a tensor may have (declared, stored or computed); checked before any
 allocation, so a declared 2**40 dimension is an error, not an exhausted machine."""
@@ -474,6 +509,7 @@ class Importer:
     # -- driver ---------------------------------------------------------------------------
 
     def run(self) -> ModuleOp:
+        check_opsets(self.model, "the model")
         if 0 < self.opset < MIN_OPSET:
             raise FrontendError(
                 f"ONNX opset {self.opset} is not supported (need >= {MIN_OPSET}; older models "

@@ -26,8 +26,10 @@ from compiler.frontend.importer import (
     UPGRADE_TO_OPSET,
     Importer,
     check_elements,
+    check_opsets,
     type_name,
 )
+from compiler.frontend.onnx_graph import subgraphs
 from compiler.frontend.scan8 import check_scan8, restore_batch_axes
 
 __all__ = [
@@ -57,6 +59,7 @@ def load_model(model: str | Path | onnx.ModelProto) -> onnx.ModelProto:
         _load_external_data(proto, path)
     if not proto.HasField("graph") or proto.ir_version <= 0:
         raise FrontendError(f"{where} is not a valid ONNX model: no graph or IR version")
+    check_opsets(proto, where)
     return proto
 
 
@@ -171,12 +174,35 @@ def import_onnx(
     return Importer(upgrade_opset(load_model(model)), input_shapes).run()
 
 
+def _check_required_attributes(graph: onnx.GraphProto, opset: int) -> None:
+    """Each default-domain node of `graph` (and its subgraphs) has the attributes its operator
+    requires at `opset` (Slice's starts and ends before opset 10): the version converter would
+    fail on a missing one with an assertion that names neither the node nor the operator."""
+    for i, node in enumerate(graph.node):
+        if node.domain not in ("", "ai.onnx"):
+            continue
+        try:
+            schema = onnx.defs.get_schema(node.op_type, opset, "")
+        except onnx.defs.SchemaError:
+            continue  # no such operator at this opset: the converter says so
+        given = {a.name for a in node.attribute}
+        for name, spec in schema.attributes.items():
+            if spec.required and name not in given:
+                raise FrontendError(
+                    f"{node.op_type} node '{node.name or f'#{i}'}': required attribute "
+                    f"'{name}' is missing (the operator at opset {opset} takes it)"
+                )
+        for _, sub in subgraphs(node):
+            _check_required_attributes(sub, opset)
+
+
 def upgrade_opset(model: onnx.ModelProto) -> onnx.ModelProto:
     """`model` itself if its default-domain opset is supported, else the model upgraded to
     UPGRADE_TO_OPSET by onnx.version_converter; FrontendError with its reason if it cannot."""
     opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0)
     if opset >= MIN_OPSET or opset == 0:  # 0: no default-domain operators to upgrade
         return model
+    _check_required_attributes(model.graph, opset)
     batched = check_scan8(model) if opset < 9 else (set(), set())
     try:
         converted = version_converter.convert_version(model, UPGRADE_TO_OPSET)

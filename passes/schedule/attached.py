@@ -9,12 +9,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.dialects.linalg import ops as linalg
 from xdsl.utils.exceptions import DiagnosticException
 
 from dialects.sched import SCHEDULE_ATTR_NAME, Schedule, ScheduleAttr
-from passes.analysis.kernel_access import KernelInfo, analyze_kernel
+from passes.analysis.kernel_access import KernelAnalysisError, KernelInfo, analyze_kernel
+from passes.analysis.pass_errors import op_error
 from passes.schedule.default import default_schedule
 from passes.schedule.options import check_op_option, option_error
 from passes.schedule.rules import legalize
@@ -31,6 +32,24 @@ def schedule_of(op: linalg.GenericOp, info: KernelInfo | None = None) -> Schedul
     if isinstance(attr, ScheduleAttr):
         return attr.schedule()
     return default_schedule(info if info is not None else analyze_kernel(op))
+
+
+def kernel_info(op: linalg.GenericOp, pass_name: str) -> KernelInfo:
+    """The analysis of a kernel that `pass_name` schedules. Schedules are for buffer-level
+    kernels (linalg.generic on memrefs, after bufferize): a kernel on tensors, or one the loop
+    generator cannot take (KernelAnalysisError), is an error of the pass, located at the op."""
+    try:
+        return analyze_kernel(op)
+    except KernelAnalysisError as e:
+        tensors = [(i, v.type) for i, v in enumerate(op.operands) if isinstance(v.type, TensorType)]
+        if tensors:
+            i, t = tensors[0]
+            raise op_error(
+                op,
+                f"{pass_name}: expects buffer-level IR (linalg.generic on memrefs: run bufferize "
+                f"first), but this linalg.generic is on tensors (operand #{i}: {t})",
+            ) from None
+        raise op_error(op, f"{pass_name}: cannot schedule this linalg.generic: {e}") from None
 
 
 def set_schedule(op: linalg.GenericOp, s: Schedule) -> None:
@@ -70,7 +89,7 @@ def edit_schedules(
     found = False
     for op in target_kernels(module, kernel, index, pass_name):
         found = True
-        info = analyze_kernel(op)
+        info = kernel_info(op, pass_name)
         current = schedule_of(op, info)
         try:
             new = legalize(edit(current, info), info)

@@ -35,7 +35,9 @@ from xdsl.pattern_rewriter import (
 
 from dialects import graph as g
 from dialects.graph_shapes import layout_block, layout_name, window
+from dialects.sched import MAX_WIDTH
 from passes.schedule.cpu_target import CpuTarget, cpu_target
+from passes.schedule.options import check_power_of_two
 from passes.transforms.fold_constants import prop
 
 MIN_BLOCK = 4
@@ -352,12 +354,16 @@ def block_layout(module: ModuleOp, width: int) -> None:
 class BlockedLayoutPass(ModulePass):
     """Blocked convolutions. `block` = 0: the CPU's f32 vector width, and only where enough of
     the conv work then fills whole vectors and the transforms cost less than the convs
-    (MIN_FULL_SHARE, MAX_TRANSFORM_SHARE); a given block always applies."""
+    (MIN_FULL_SHARE, MAX_TRANSFORM_SHARE); a given block (a power of two, MIN_BLOCK..MAX_WIDTH)
+    always applies."""
 
     name = "blocked-layout"
     block: int = 0
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        check_power_of_two(
+            self.name, "block", self.block, MIN_BLOCK, MAX_WIDTH, "0 (the CPU's vector width)"
+        )
         if self.block:
             block_layout(op, self.block)
             return

@@ -45,9 +45,11 @@ from xdsl.dialects.linalg.ops import FillOp, GenericOp, IteratorTypeAttr, YieldO
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.ir.affine import AffineMap
 from xdsl.passes import ModulePass
+from xdsl.utils.exceptions import DiagnosticException
 
 from dialects.attributes import GROUP_ATTR, MEMORY_PLAN_ATTR
 from passes.analysis.main_function import main_function
+from passes.analysis.pass_errors import op_error
 from passes.transforms.bufferize_types import (
     collapse_type,
     expand_type,
@@ -131,12 +133,17 @@ class _Bufferizer:
     base: dict[SSAValue, SSAValue] = field(default_factory=dict)
     residents: dict[SSAValue, list[SSAValue]] = field(default_factory=dict)
     plan_views: list[memref.ViewOp] = field(default_factory=list)
+    planned: dict[SSAValue, memref.ViewOp] = field(default_factory=dict)
+    """The results of `plan_views`, to their view: whether a buffer is a planned intermediate
+    in constant time (a scan of the list made long models quadratic)."""
     prologue: list[Operation] = field(default_factory=list)
     body: list[Operation] = field(default_factory=list)
     copies: list[GenericOp] = field(default_factory=list)
     globals_: dict[tuple[Attribute, Attribute], memref.GetGlobalOp] = field(default_factory=dict)
     last_use: dict[SSAValue, int] = field(default_factory=dict)
     roles: dict[tuple[SSAValue, int], list[str]] = field(default_factory=dict)
+    symbols: set[str] | None = None
+    next_constant: int = 0
 
     def __post_init__(self) -> None:
         self.arena_placeholder = memref.AllocOp.get(i8, 64, [0])
@@ -174,11 +181,26 @@ class _Bufferizer:
         self.vmap[t] = buf
         self.residents.setdefault(self.base[buf], []).append(t)
 
+    def live_residents(self, root: SSAValue, i: int) -> list[SSAValue]:
+        """The tensors living in `root` that are still used at op `i` or later.
+
+        Ops are converted in order, so a tensor dead before op `i` is dead for every later
+        question too and is dropped from `residents` for good: a buffer reused in place along
+        a chain of N ops would otherwise be rescanned with all its past tensors at every op."""
+        residents = self.residents.get(root)
+        if not residents:
+            return []
+        live = [t for t in residents if self.last_use.get(t, -1) >= i]
+        if len(live) != len(residents):
+            self.residents[root] = live
+        return live
+
     def new_buffer(self, t: MemRefType[Attribute]) -> SSAValue:
         """A fresh intermediate buffer; its arena offset is filled in by the planner."""
         offset = arith.ConstantOp(IntegerAttr(0, IndexType()))
         view = memref.ViewOp(self.arena_placeholder, offset, [], t)
         self.plan_views.append(view)
+        self.planned[view.result] = view
         self.base[view.result] = view.result
         return view.result
 
@@ -202,9 +224,9 @@ class _Bufferizer:
         """Whether op `i` may overwrite the buffer of `init`: it is an intermediate and no
         tensor sharing it is needed afterwards (nor read by op `i` itself)."""
         root = self.base[self.vmap[init]]
-        if not any(v.result is root for v in self.plan_views):
+        if root not in self.planned:
             return False
-        for t in self.residents.get(root, []):
+        for t in self.live_residents(root, i):
             if t is init:
                 if self.last_use.get(t, -1) > i or self.roles.get((t, i)) != ["outs"]:
                     return False
@@ -283,7 +305,13 @@ class _Bufferizer:
                 if any(isinstance(r.type, TensorType) for r in op.results) or any(
                     isinstance(o.type, TensorType) for o in op.operands
                 ):
-                    raise ValueError(f"bufferize: unsupported tensor op {op.name}")
+                    if op.dialect_name() == "graph":  # a graph-level module
+                        raise op_error(
+                            op,
+                            "bufferize: expects tensor-level IR (linalg on tensors: run "
+                            "convert-graph-to-linalg first), not graph-level ops",
+                        )
+                    raise op_error(op, f"bufferize: unsupported tensor op {op.name}")
                 clone = self.emit(op.clone(value_mapper=self.vmap))
                 for old_r, new_r in zip(op.results, clone.results, strict=True):
                     self.vmap[old_r] = new_r
@@ -295,7 +323,7 @@ class _Bufferizer:
         target_shape: Sequence[int],
     ) -> SSAValue:
         if op.offsets or op.sizes or op.strides:
-            raise ValueError("bufferize: dynamic slice offsets/sizes/strides are unsupported")
+            raise op_error(op, "bufferize: dynamic slice offsets/sizes/strides are unsupported")
         offsets = list(op.static_offsets.get_values())
         sizes = list(op.static_sizes.get_values())
         steps = list(op.static_strides.get_values())
@@ -323,15 +351,19 @@ class _Bufferizer:
         return self.globals_[key].memref
 
     def fresh_global_name(self) -> str:
-        taken = {
-            o.sym_name.data
-            for o in self.module.body.block.ops
-            if isinstance(o, memref.GlobalOp | func.FuncOp)
-        }
-        n = 0
-        while f"__constant_{n}" in taken:
-            n += 1
-        return f"__constant_{n}"
+        """The first `__constant_<n>` no global or function of the module is named (the module's
+        symbols are read once: a scan per constant made models with many weights quadratic)."""
+        if self.symbols is None:
+            self.symbols = {
+                o.sym_name.data
+                for o in self.module.body.block.ops
+                if isinstance(o, memref.GlobalOp | func.FuncOp)
+            }
+        while f"__constant_{self.next_constant}" in self.symbols:
+            self.next_constant += 1
+        name = f"__constant_{self.next_constant}"
+        self.symbols.add(name)
+        return name
 
     def elementwise_in_place_input(
         self, op: GenericOp, k: int, i: int, taken: set[SSAValue]
@@ -374,9 +406,9 @@ class _Bufferizer:
             if buf is None or buf.type != out_type or maps[j] != out_map:
                 continue
             root = self.base[buf]
-            if root in taken or not any(v.result is root for v in self.plan_views):
+            if root in taken or root not in self.planned:
                 continue
-            residents = self.residents.get(root, [])
+            residents = self.live_residents(root, i)
             if any(
                 self.last_use.get(t, -1) > i
                 or any(role != "read" for role in self.roles.get((t, i), []))
@@ -407,7 +439,8 @@ class _Bufferizer:
                 continue
             reads_init = bool(block.args[n_in + k].uses)
             outs.append(self.dest_buffer(init, i, needs_content=reads_init))
-        mapper = dict(self.vmap)
+        # only what the body reads from outside: a copy of all of vmap per op is quadratic
+        mapper = {v: self.vmap[v] for o in op.body.walk() for v in o.operands if v in self.vmap}
         body = Region()
         op.body.clone_into(body, value_mapper=mapper)
         new = GenericOp(
@@ -437,17 +470,32 @@ class _Bufferizer:
     def positions(self) -> dict[Operation, int]:
         return {op: k for k, op in enumerate(self.body)}
 
-    def users_of_root(self, root: SSAValue, pos: dict[Operation, int]) -> list[int]:
-        """Positions of the body ops that touch memory through `root` or one of its views."""
+    def users_of_root(
+        self,
+        root: SSAValue,
+        pos: dict[Operation, int],
+        by_root: dict[SSAValue, list[SSAValue]] | None = None,
+    ) -> list[int]:
+        """Positions of the body ops that touch memory through `root` or one of its views
+        (`by_root`: `values_by_root()`, when asking for many roots of an unchanging body)."""
         found: list[int] = []
-        for value, b in list(self.base.items()):
-            if b is not root:
-                continue
+        if by_root is None:
+            values = [value for value, b in self.base.items() if b is root]
+        else:
+            values = by_root.get(root, [])
+        for value in values:
             for use in value.uses:
                 top = _top_level(use.operation, pos)
                 if top is not None and not isinstance(top, _VIEW_OPS):
                     found.append(pos[top])
         return found
+
+    def values_by_root(self) -> dict[SSAValue, list[SSAValue]]:
+        """Every buffer value, grouped by the root it views (in `base`'s order)."""
+        groups: dict[SSAValue, list[SSAValue]] = {}
+        for value, b in self.base.items():
+            groups.setdefault(b, []).append(value)
+        return groups
 
     def hoist(self, value: SSAValue, before: int) -> None:
         """Move the ops defining `value` (views, index constants) so that `value` is defined
@@ -495,7 +543,7 @@ class _Bufferizer:
         """Make the producer of a copied intermediate write into the copy's target instead."""
         for c in list(self.copies):
             src, dst = c.inputs[0], c.outputs[0]
-            view = next((v for v in self.plan_views if v.result is src), None)
+            view = self.planned.get(src)
             if view is None or self.base[dst] is src:
                 continue
             if _memref_type(src).get_shape() != _memref_type(dst).get_shape():
@@ -529,6 +577,7 @@ class _Bufferizer:
             c.erase()
             self.copies.remove(c)
             self.plan_views.remove(view)
+            del self.planned[src]
             del self.base[src]
             view.erase()
 
@@ -536,10 +585,11 @@ class _Bufferizer:
 
     def plan(self) -> tuple[list[memref.ViewOp], MemoryPlan]:
         pos = self.positions()
+        by_root = self.values_by_root()
         used: list[memref.ViewOp] = []
         requests: list[BufferRequest] = []
         for view in list(self.plan_views):
-            where = self.users_of_root(view.result, pos)
+            where = self.users_of_root(view.result, pos, by_root)
             if not where:
                 continue
             used.append(view)
@@ -571,8 +621,9 @@ class _Bufferizer:
                 assert isinstance(old_offset, Operation)
                 old_offset.erase()
                 block.add_op(view)
+        placed = set(views)
         for view in self.plan_views:
-            if view not in views:
+            if view not in placed:
                 offset_op = view.byte_shift.owner
                 view.erase()
                 assert isinstance(offset_op, Operation)
@@ -638,6 +689,11 @@ class BufferizePass(ModulePass):
     """`greedy` (reuse memory of dead buffers) or `bump` (one slot per buffer)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if self.planner not in PLANNERS:
+            raise DiagnosticException(
+                f"bufferize: option 'planner': unknown planner '{self.planner}' "
+                f"(available: {', '.join(sorted(PLANNERS))})"
+            )
         fn = main_function(op)
         if fn is None or not fn.body.blocks:
             return

@@ -16,8 +16,7 @@ from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import DiagnosticException
 
 from dialects.sched import SCHEDULE_ATTR_NAME
-from passes.analysis.kernel_access import analyze_kernel
-from passes.schedule.attached import set_schedule
+from passes.schedule.attached import kernel_info, set_schedule
 from passes.schedule.cpu_target import cpu_target
 from passes.schedule.default import default_schedule, parallel_schedule
 from passes.schedule.gpu_default import gpu_default_schedule
@@ -60,7 +59,7 @@ class DefaultSchedulePass(ModulePass):
                 raise DiagnosticException(f"{self.name}: option 'target': {e}") from e
         for g in op.walk():
             if isinstance(g, linalg.GenericOp) and SCHEDULE_ATTR_NAME not in g.attributes:
-                info = analyze_kernel(g)
+                info = kernel_info(g, self.name)
                 if gpu is not None:
                     set_schedule(g, gpu_default_schedule(info, gpu))
                     continue

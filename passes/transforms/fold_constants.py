@@ -40,6 +40,8 @@ from xdsl.pattern_rewriter import (
 from dialects import graph as g
 from dialects.dense import numpy_dtype
 from dialects.graph import attribute_value
+from dialects.sched import MAX_EXTENT
+from passes.schedule.options import check_option
 
 F32 = np.float32
 
@@ -307,5 +309,8 @@ class FoldConstantsPass(ModulePass):
     max_elements: int = 1 << 22
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        check_option(
+            self.name, "max-elements", self.max_elements, 0, MAX_EXTENT, " (elements per tensor)"
+        )
         PatternRewriteWalker(FoldConstantOp(self.max_elements)).rewrite_module(op)
         PatternRewriteWalker(EraseDeadConstant(), walk_reverse=True).rewrite_module(op)

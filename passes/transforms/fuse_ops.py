@@ -21,6 +21,7 @@ from xdsl.passes import ModulePass
 
 from dialects import graph as g
 from passes.analysis.fusion_groups import FusionGroup, fusion_groups
+from passes.schedule.options import check_count_option
 
 
 def _is_node(op: Operation) -> bool:
@@ -119,6 +120,7 @@ class FuseOpsPass(ModulePass):
     max_group_size: int = 32
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        check_count_option(self.name, "max-group-size", self.max_group_size, 1, " (ops per group)")
         fns = [f for f in op.walk() if isinstance(f, func.FuncOp) and len(f.body.blocks) == 1]
         for fn in fns:
             fuse_block(fn.body.block, self.max_group_size)

@@ -17,7 +17,7 @@ from xdsl.passes import ModulePass
 
 from passes.schedule.attached import edit_schedules
 from passes.schedule.knobs import set_split
-from passes.schedule.options import option_error
+from passes.schedule.options import MAX_OPTION, option_error
 
 
 @dataclass(frozen=True)
@@ -32,7 +32,7 @@ class SplitReductionPass(ModulePass):
     """Only the op-th linalg.generic of each targeted function (-1: all of them)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        if self.threads < 1:
+        if not 1 <= self.threads <= MAX_OPTION:
             raise option_error(self.name, "threads", self.threads, "a thread count (1, 2, ...)")
         edit_schedules(
             op, self.kernel, self.name, lambda s, info: set_split(s, info, self.threads), self.op

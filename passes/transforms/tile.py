@@ -1,6 +1,6 @@
 """`tile{sizes=...}`: cache-level tile sizes of a kernel's loops (0 keeps a loop untiled).
 
-A size is 0..2**31; one past its loop's extent is clamped to the extent (the loop stays untiled).
+A size is 0..2**31 - 1 (an int32); one past its loop's extent is clamped to the extent (the loop stays untiled).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """`vectorize{dim=D width=W}`: run loop D as vector lanes of width W (dim=-1: scalar code).
 
 The register tile of the vector loop is rounded up to a multiple of the width; `width` is
-1..MAX_WIDTH lanes (0: the host CPU's widest).
+a power of two in 1..MAX_WIDTH lanes (0: the host CPU's widest).
 """
 
 from __future__ import annotations

@@ -35,6 +35,7 @@ from dialects import graph as g
 from dialects.graph_shapes import window
 from dialects.winograd import KERNEL, TILES, alpha, tile_grid, transform_weights
 from passes.schedule.cpu_target import CpuTarget, cpu_target
+from passes.schedule.options import option_error
 from passes.transforms.fold_constants import prop
 
 
@@ -164,12 +165,15 @@ class WinogradPass(ModulePass):
     tile: int = 0
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if self.tile not in (-1, 0, *TILES):
+            raise option_error(
+                self.name,
+                "tile",
+                self.tile,
+                f"-1 (none), 0 (chosen per conv) or {' or '.join(map(str, TILES))}",
+            )
         if self.tile < 0:
             return
-        if self.tile and self.tile not in TILES:
-            raise ValueError(
-                f"winograd: tile must be -1, 0 or one of {list(TILES)}, got {self.tile}"
-            )
         PatternRewriteWalker(
             ConvToWinograd(self.tile, cpu_target()), apply_recursively=False
         ).rewrite_module(op)

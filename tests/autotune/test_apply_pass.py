@@ -5,13 +5,15 @@ A record is usable when it is of this compiler version and search space and did 
 fastest usable one is replayed as schedule passes on the kernel's anchor generic. A kernel
 without one keeps no schedule (default-schedule gives it the analytic one) and is named in the
 stats the pass leaves on the module. The tuned module computes what numpy does. Out-of-range
-options and a missing database are one clear error.
+options and a missing database, or one that is no regular file, are one clear error.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import random
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -202,6 +204,35 @@ def test_a_missing_database_is_an_error(tmp_path: Path) -> None:
         AutotunePass(db=str(tmp_path / "nope.jsonl")).apply(ctx, module)
     with pytest.raises(DiagnosticException, match="is a directory"):
         AutotunePass(db=str(tmp_path)).apply(ctx, module)
+
+
+@pytest.mark.parametrize("trials", [0, 1])
+def test_a_database_that_is_not_a_regular_file_is_an_error(tmp_path: Path, trials: int) -> None:
+    """A FIFO is refused, not opened for reading (that waits for a writer forever), with one
+    diagnostic (ziggurat-opt reports it as the pass's error, not as an internal one)."""
+    ctx = make_context()
+    module = Parser(ctx, MODULE).parse_module()
+    fifo = tmp_path / "db.jsonl"
+    os.mkfifo(fifo)
+    got: list[BaseException] = []
+
+    def apply() -> None:
+        try:
+            AutotunePass(db=str(fifo), trials=trials, tuner="random").apply(ctx, module)
+        except BaseException as e:
+            got.append(e)
+
+    worker = threading.Thread(target=apply, daemon=True)
+    worker.start()
+    worker.join(60)
+    if worker.is_alive():  # blocked in open(): give it a writer, so that it reads EOF and ends
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+    assert not worker.is_alive() and len(got) == 1, "the pass waited on the FIFO"
+    assert isinstance(got[0], DiagnosticException), repr(got[0])
+    assert (
+        str(got[0])
+        == f"autotune: tuning database {fifo} is a FIFO (named pipe), not a regular file"
+    )
 
 
 BAD = [

@@ -100,6 +100,9 @@ def convert_slice(imp: Importer, node: onnx.NodeProto) -> list[Value]:
 
     a = attrs(node)
     if imp.opset < 10:  # pragma: no cover - below MIN_OPSET, kept for completeness
+        for name in ("starts", "ends"):
+            if name not in a:
+                raise imp.error(f"required attribute '{name}' is missing (opset {imp.opset})")
         st, en, ax, sp = a["starts"], a["ends"], a.get("axes"), None
     else:
         st, en, ax, sp = ints(1, "starts"), ints(2, "ends"), ints(3, "axes"), ints(4, "steps")

@@ -20,9 +20,9 @@
 // ONE:       sched.schedule = #sched.schedule<tile = [16, 0, 32], order = [0, 1, 2], unroll = [8, 32, 1], vector = 1, width = 16>
 
 // COUNT: error: tile: expected 3 tile sizes (one per loop), got 2
-// NEG:   error: tile: option 'sizes': -1 (loop 1) is out of range; allowed: 0..2147483648 (0: untiled; a size past the loop's extent is cut to it)
+// NEG:   error: tile: option 'sizes': -1 (loop 1) is out of range; allowed: 0..2147483647 (0: untiled; a size past the loop's extent is cut to it)
 // NOPE:  error: tile: no kernel named 'nope'
-// HUGE:  error: tile: option 'sizes': 1099511627776 (loop 2) is out of range; allowed: 0..2147483648
+// HUGE:  error: tile: option 'sizes': 1099511627776 (loop 2) is out of range; allowed: 0..2147483647
 // OP:    error: tile: option 'op': 1 is out of range; allowed: -1..0 (@matmul has 1 linalg.generic op)
 // OPNEG: error: tile: option 'op': -2 is out of range; allowed: -1 (every linalg.generic of a function) or the index of one
 

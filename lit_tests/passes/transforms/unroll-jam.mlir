@@ -22,8 +22,8 @@
 
 // COUNT: error: unroll-jam: expected 3 unroll factors (one per loop), got 2
 // WIDTH: error: unroll-jam: option 'factors': 40 (loop 1, the vector loop: it counts elements) is not a multiple of the vector width 16
-// ZERO:  error: unroll-jam: option 'factors': 0 (loop 1) is out of range; allowed: 1..2147483648 (a factor past the loop's extent is cut to it)
-// HUGE:  error: unroll-jam: option 'factors': 1099511627776 (loop 2) is out of range; allowed: 1..2147483648
+// ZERO:  error: unroll-jam: option 'factors': 0 (loop 1) is out of range; allowed: 1..2147483647 (a factor past the loop's extent is cut to it)
+// HUGE:  error: unroll-jam: option 'factors': 1099511627776 (loop 2) is out of range; allowed: 1..2147483647
 // BIG:   error: unroll-jam: the register tile (unroll [64, 64, 64], vector loop 1, width 16) holds 16384 copies of the body; at most 4096 (it is generated unrolled)
 
 // Factors past a loop's extent are cut to it (i and j have 64 iterations; j counts elements).

@@ -9,8 +9,8 @@ tested in test_opt.py.
 
 `ziggurat tune` and `--db` run as subprocesses on a single-node 64x64 MatMul model: the progress
 line and summary table, `--plot`, tuned schedules that still compute the right result, clear
-messages for an empty or missing database, and a tuning run killed with SIGKILL that resumes with
-no record lost, duplicated or torn.
+messages for an empty or missing database or one that is no regular file (a FIFO, a device), and a
+tuning run killed with SIGKILL that resumes with no record lost, duplicated or torn.
 """
 
 from __future__ import annotations
@@ -707,6 +707,41 @@ def test_run_with_a_bad_database_path_is_a_clear_error(
         assert not db.exists()  # reading a database never creates it
 
 
+NOT_REGULAR = {
+    "fifo": "a FIFO (named pipe)",
+    "/dev/zero": "a character device",
+    "directory": "a directory",
+}
+
+
+@pytest.mark.parametrize("command", ["run", "compile"])
+@pytest.mark.parametrize("kind", list(NOT_REGULAR))
+def test_a_db_that_is_not_a_regular_file_is_a_clear_error(
+    tiny: Path, tmp_path: Path, kind: str, command: str
+) -> None:
+    """A FIFO blocked the open forever and /dev/zero was read until memory ran out: refused as
+    the model and input paths are, at once, in one `error:` line. `run` takes the layout from
+    --db; `compile --layout` leaves --db to the schedules' pass."""
+    db = tmp_path / "db.jsonl"
+    if kind == "fifo":
+        os.mkfifo(db)
+    elif kind == "directory":
+        db.mkdir()
+    else:
+        db = Path(kind)
+    inputs = npz(tmp_path / "in.npz", x=np.ones((1, 3, 4, 4), np.float32))
+    out = tmp_path / "out.npz"
+    argv = {
+        "run": ["run", tiny, "--inputs", inputs, "--output", out, "--db", db],
+        "compile": ["compile", tiny, "--emit", "loops", "--layout", "NCHW", "--db", db],
+    }[command]
+    r = run_cli(*argv, timeout=120)  # a hang guard
+    assert r.returncode == 1, (r.returncode, r.stderr)
+    assert r.stderr.startswith("ziggurat: error: ") and r.stderr.count("\n") == 1, r.stderr
+    assert f"database {db} is {NOT_REGULAR[kind]}, not a" in r.stderr, r.stderr
+    assert r.stdout == "" and not out.exists()
+
+
 @needs_xgboost
 def test_tune_killed_with_sigkill_resumes_without_loss_or_duplicates(tmp_path: Path) -> None:
     model = matmul_model(tmp_path / "mm.onnx")
@@ -898,3 +933,35 @@ def test_tune_searches_the_layout_and_bench_applies_it(tmp_path: Path) -> None:
 @needs_xgboost
 def test_tune_of_a_model_without_convolutions_skips_the_layout_search(tuned: dict) -> None:
     assert "layout: no convolution to lay out" in tuned["result"].stderr
+
+
+def closed_loopback_port() -> int:
+    """A port of 127.0.0.1 that nothing listens on (bound, then let go)."""
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("distributed") is None, reason="--dask needs dask.distributed"
+)
+@pytest.mark.parametrize("where", ["inproc", "closed port"])
+def test_tune_with_no_dask_scheduler_there_is_one_error_line(tmp_path: Path, where: str) -> None:
+    """An inproc:// address printed an error, then blocked two minutes at exit and printed a
+    traceback; a refused loopback port was reported only after the minute of retries."""
+    address = (
+        "inproc://nothing" if where == "inproc" else f"tcp://127.0.0.1:{closed_loopback_port()}"
+    )
+    db = tmp_path / "db.jsonl"
+    argv = ["tune", "zoo:mlp", "--db", db, "--trials", "4", "--dask", address]
+    r = run_cli(*argv, timeout=60)  # a hang guard
+    assert r.returncode == 1, (r.returncode, r.stderr)
+    assert "Traceback" not in r.stderr and "Exception ignored" not in r.stderr, r.stderr
+    assert r.stderr.count("error:") == 1, r.stderr
+    last = r.stderr.strip().splitlines()[-1]
+    assert last.startswith("ziggurat: error: ") and address in last, r.stderr
+    why = "no dask scheduler at" if where == "inproc" else "connection refused"
+    assert why in last, r.stderr
+    assert not db.exists()  # nothing was measured

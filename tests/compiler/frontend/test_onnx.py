@@ -1261,6 +1261,80 @@ def test_a_model_the_converter_cannot_upgrade_names_the_reason():
         import_onnx(m)
 
 
+# -- declared opsets: only versions onnx defines ----------------------------------------------
+
+
+@pytest.mark.parametrize("version", [2**31, 2**40, 99, 0, -1])
+def test_an_opset_onnx_does_not_define_is_refused_naming_the_domain(version: int) -> None:
+    """2**31 reached onnx's get_schema (a C int) as an internal TypeError; 0 and 99 imported
+    with the newest schemas (opset 0 then took Slice's legacy attribute path: KeyError)."""
+    m = model([node("Relu", ["x"])], {"x": [2, 3]})
+    m.opset_import[0].version = version
+    newest = onnx.defs.onnx_opset_version()
+    with pytest.raises(
+        FrontendError,
+        match=rf"^model declares opset {version} for the default domain \(ai\.onnx\); "
+        rf"onnx [\d.]+ defines opsets 1\.\.{newest}$",
+    ):
+        import_onnx(m)
+
+
+@pytest.mark.parametrize(
+    ("domain", "version", "message"),
+    [
+        ("ai.onnx.ml", 99, "declares opset 99 for domain 'ai.onnx.ml'; onnx "),
+        ("com.example", 0, "declares opset 0 for domain 'com.example'; an opset version is 1.."),
+        ("com.example", 2**31, "opset 2147483648 for domain 'com.example'; an opset version is"),
+        ("ai.onnx", 2**31, "declares opset 2147483648 for domain 'ai.onnx'; onnx "),
+    ],
+)
+def test_other_domains_opsets_are_checked_too(domain: str, version: int, message: str) -> None:
+    m = model([node("Relu", ["x"])], {"x": [2, 3]})
+    m.opset_import.append(helper.make_opsetid(domain, version))
+    with pytest.raises(FrontendError, match=message.replace(".", r"\.").replace("(", r"\(")):
+        import_onnx(m)
+
+
+def test_a_model_file_with_a_bad_opset_is_named(tmp_path: Path) -> None:
+    m = model([node("Relu", ["x"])], {"x": [2, 3]})
+    m.opset_import[0].version = 2**31
+    path = tmp_path / "m.onnx"
+    onnx.save(m, path)
+    with pytest.raises(FrontendError, match=f"^{path} declares opset 2147483648 "):
+        import_onnx(path)
+
+
+@pytest.mark.parametrize("opsets", [[], [("ai.onnx.ml", 3)]], ids=["none", "ml-only"])
+def test_default_domain_operators_need_its_opset_declared(opsets: list) -> None:
+    """Slice with starts/ends inputs under no default-domain opset: KeyError 'starts' (the
+    importer read the missing opset as 0, Slice's attribute form)."""
+    starts, ends = np.array([0], np.int64), np.array([2], np.int64)
+    m = model([node("Slice", ["x", "s", "e"])], {"x": [4, 6]}, inits={"s": starts, "e": ends})
+    del m.opset_import[:]
+    m.opset_import.extend(helper.make_opsetid(d, v) for d, v in opsets)
+    with pytest.raises(
+        FrontendError,
+        match=r"^model uses operators of the default domain \(Slice node 'slice_0'\) but "
+        r"declares no opset for it",
+    ):
+        import_onnx(m)
+
+
+@pytest.mark.parametrize(
+    "attrs", [{}, {"starts": [0]}, {"ends": [2]}], ids=["neither", "no-ends", "no-starts"]
+)
+def test_an_opset_9_slice_without_its_attributes_names_the_node(attrs: dict) -> None:
+    """Before opset 10 Slice takes starts and ends as attributes: the version converter failed
+    on a missing one with an assertion naming neither the node nor the operator."""
+    m = model([node("Slice", ["x"], **attrs)], {"x": [4, 6]}, opset=9)
+    with pytest.raises(
+        FrontendError, match=r"^Slice node 'slice_0': required attribute '(starts|ends)' is missing"
+    ):
+        import_onnx(m)
+    ok = model([node("Slice", ["x"], starts=[0], ends=[2])], {"x": [4, 6]}, opset=9)
+    assert names(import_onnx(ok)) == ["graph.slice"]
+
+
 # -- Sum, Mean, LRN, Dropout's mask ---------------------------------------------------------
 
 

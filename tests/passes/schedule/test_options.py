@@ -30,10 +30,15 @@ def test_check_option_accepts_the_bounds_and_explains_the_range() -> None:
 
 
 def test_per_loop_options_name_the_loop() -> None:
-    check_per_loop_option("unroll-jam", "factors", (1, 2**31), 1)
+    check_per_loop_option("unroll-jam", "factors", (1, 2**31 - 1), 1)
     with pytest.raises(
         DiagnosticException,
-        match=r"'factors': 0 \(loop 1\) is out of range; allowed: 1\.\.2147483648",
+        match=r"'factors': 2147483648 \(loop 1\) is out of range; allowed: 1\.\.2147483647",
+    ):  # past the largest int32: a typo, and more than any loop needs
+        check_per_loop_option("unroll-jam", "factors", (1, 2**31), 1)
+    with pytest.raises(
+        DiagnosticException,
+        match=r"'factors': 0 \(loop 1\) is out of range; allowed: 1\.\.2147483647",
     ):
         check_per_loop_option("unroll-jam", "factors", (4, 0), 1)
 
@@ -43,6 +48,14 @@ def test_op_width_and_threads() -> None:
     with pytest.raises(DiagnosticException, match="'op': -2 is out of range"):
         check_op_option("tile", -2)
     check_width_option("vectorize", 0)
+    check_width_option("vectorize", 64)
+    for width in (3, 12, 48):  # what vector registers hold: a power of two
+        with pytest.raises(
+            DiagnosticException,
+            match=rf"^vectorize: option 'width': {width} is out of range; allowed: 0 \(the host "
+            r"CPU's widest\) or a power of two: 1, 2, 4, 8, 16, 32, 64$",
+        ):
+            check_width_option("vectorize", width)
     with pytest.raises(
         DiagnosticException, match=r"'width': 65 .* allowed: 0\.\.64 \(0: the host CPU's widest\)"
     ):

@@ -360,3 +360,61 @@ def test_different_shape_numerics() -> None:
     out = BufferLevelEvaluator(bufferize(DIFFERENT_SHAPE)).run(X23)[0]
     want = np.broadcast_to(np.exp(np.tanh(X23))[:, :, None], (2, 3, 4))
     np.testing.assert_allclose(out, want, rtol=1e-5)
+
+
+class CountingDict(dict):
+    """A dict that counts its lookups."""
+
+    lookups = 0
+
+    def get(self, key, default=None):  # type: ignore[no-untyped-def]
+        CountingDict.lookups += 1
+        return super().get(key, default)
+
+    def __getitem__(self, key):  # type: ignore[no-untyped-def]
+        CountingDict.lookups += 1
+        return super().__getitem__(key)
+
+
+def long_chain(n: int) -> tuple[str, np.ndarray]:
+    """`n` chained elementwise ops (tanh, exp, every tenth one adding its own constant) read by
+    a transpose, and what they compute from X23."""
+    body, prev, want = "", "%x", X23.copy()
+    for i in range(n):
+        body += f"\n  %e{i} = tensor.empty() : {T23}"
+        if i % 10 == 9:
+            body += f"\n  %c{i} = arith.constant dense<{i / n}> : {T23}"
+            body += binary(f"%v{i}", prev, f"%c{i}", f"%e{i}", T23, "arith.addf %p, %q : f32")
+            want = want + np.float32(i / n)
+        else:
+            op = "math.tanh" if i % 2 else "math.exp"
+            body += unary(f"%v{i}", prev, f"%e{i}", T23, f"{op} %in : f32")
+            want = np.tanh(want) if i % 2 else np.exp(want)
+        prev = f"%v{i}"
+    return in_place_program(body, result=prev), want.T
+
+
+def test_long_chain_in_place_with_linear_work(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 28: along a chain written in place, one buffer holds every tensor of the chain;
+    asking at each op whether those tensors are still live made bufferize quadratic (2,000
+    ops: 2 million liveness lookups). Dead tensors leave the buffer's residents for good."""
+    import passes.transforms.bufferize as bufferize_module
+
+    class CountingBufferizer(bufferize_module._Bufferizer):
+        def __post_init__(self) -> None:
+            super().__post_init__()
+            self.last_use = CountingDict()
+
+    monkeypatch.setattr(bufferize_module, "_Bufferizer", CountingBufferizer)
+    n = 400
+    src, want = long_chain(n)
+    CountingDict.lookups = 0
+    module = bufferize(src)
+    assert CountingDict.lookups < 30 * n  # one scan of all past tensors per op: over 80,000
+    fn = main_of(module)
+    chain = [op for op in fn.body.block.ops if isinstance(op, GenericOp)][1:-1]
+    assert len(chain) == n - 1 and all(op.outputs[0] is op.inputs[0] for op in chain)
+    assert len([op for op in fn.body.block.ops if isinstance(op, memref.ViewOp)]) == 1
+    globals_ = [op for op in module.body.block.ops if isinstance(op, memref.GlobalOp)]
+    assert len({g.sym_name.data for g in globals_}) == n // 10
+    np.testing.assert_allclose(BufferLevelEvaluator(module).run(X23)[0], want, rtol=1e-5)

@@ -125,11 +125,11 @@ BAD = [
     # (pipeline, the message after "error: ")
     (
         "tile{sizes=0,-1,0}",
-        "tile: option 'sizes': -1 (loop 1) is out of range; allowed: 0..2147483648",
+        "tile: option 'sizes': -1 (loop 1) is out of range; allowed: 0..2147483647",
     ),
     (
         f"tile{{sizes=0,0,{HUGE}}}",
-        f"tile: option 'sizes': {HUGE} (loop 2) is out of range; allowed: 0..2147483648",
+        f"tile: option 'sizes': {HUGE} (loop 2) is out of range; allowed: 0..2147483647",
     ),
     ("tile{sizes=4,4}", "tile: expected 3 tile sizes (one per loop), got 2"),
     (
@@ -163,7 +163,7 @@ def test_option_errors_come_before_the_kernels_are_looked_at(
         # i and j have 64 iterations, k 128: a size past the extent is cut to it
         ("tile{sizes=0,1000,64}", "tile = [0, 64, 64], order = [0, 1, 2], unroll = [8, 32, 1]"),
         (
-            "tile{sizes=2147483648,0,129}",
+            "tile{sizes=2147483647,0,129}",
             "tile = [64, 0, 128], order = [0, 1, 2], unroll = [8, 32, 1]",
         ),
     ],

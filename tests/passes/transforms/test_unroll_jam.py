@@ -93,11 +93,11 @@ def test_unrolled_elementwise_kernel_matches_numpy() -> None:
 BAD = [
     (
         "unroll-jam{factors=4,0,2}",
-        "unroll-jam: option 'factors': 0 (loop 1) is out of range; allowed: 1..2147483648",
+        "unroll-jam: option 'factors': 0 (loop 1) is out of range; allowed: 1..2147483647",
     ),
     (
         "unroll-jam{factors=-3,16,1}",
-        "unroll-jam: option 'factors': -3 (loop 0) is out of range; allowed: 1..2147483648",
+        "unroll-jam: option 'factors': -3 (loop 0) is out of range; allowed: 1..2147483647",
     ),
     (
         f"unroll-jam{{factors=8,16,{HUGE}}}",
