@@ -56,11 +56,13 @@ def check_op_option(pass_name: str, index: int) -> None:
         )
 
 
-def check_width_option(pass_name: str, width: int) -> None:
-    """`width=W`: a vector width in f32 lanes, a power of two (what vector registers hold), 0 for
-    the host CPU's widest."""
-    check_option(pass_name, "width", width, 0, MAX_WIDTH, " (0: the host CPU's widest)")
-    check_power_of_two(pass_name, "width", width, 1, MAX_WIDTH, "0 (the host CPU's widest)")
+def check_width_option(pass_name: str, width: int | None) -> None:
+    """`width=W`: a vector width in f32 lanes, a power of two (what vector registers hold);
+    omitted (None) for the host CPU's widest. 0 lanes is no vector: refused."""
+    if width is None:
+        return
+    check_option(pass_name, "width", width, 1, MAX_WIDTH, " (omit it for the host CPU's widest)")
+    check_power_of_two(pass_name, "width", width, 1, MAX_WIDTH)
 
 
 def check_power_of_two(

@@ -30,8 +30,8 @@ class DefaultSchedulePass(ModulePass):
 
     name = "default-schedule"
 
-    width: int = 0
-    """Vector width in f32 lanes; 0 = the CPU's."""
+    width: int | None = None
+    """Vector width in f32 lanes; omitted: the CPU's widest."""
 
     cpu: str = ""
     """The CPU the schedules are for (passes/schedule/cpu_target.py: znver4, znver5, x86-64-v3);

@@ -1,7 +1,7 @@
 """`vectorize{dim=D width=W}`: run loop D as vector lanes of width W (dim=-1: scalar code).
 
 The register tile of the vector loop is rounded up to a multiple of the width; `width` is
-a power of two in 1..MAX_WIDTH lanes (0: the host CPU's widest).
+a power of two in 1..MAX_WIDTH lanes (omitted: the host CPU's widest).
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ class VectorizePass(ModulePass):
 
     dim: int = -1
     """The loop whose iterations become vector lanes (-1: scalar code)."""
-    width: int = 0
-    """f32 lanes; 0 = the host CPU's widest."""
+    width: int | None = None
+    """f32 lanes; omitted: the host CPU's widest."""
     kernel: str = ""
     """Only the linalg.generic ops of `func.func @kernel` (empty: every function)."""
     op: int = -1
@@ -40,6 +40,6 @@ class VectorizePass(ModulePass):
             op,
             self.kernel,
             self.name,
-            lambda s, info: set_vector(s, info, self.dim, self.width),
+            lambda s, info: set_vector(s, info, self.dim, self.width or 0),
             self.op,
         )

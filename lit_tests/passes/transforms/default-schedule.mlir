@@ -6,7 +6,7 @@
 // CPU: error: default-schedule: option 'cpu': unknown CPU 'zen9' (known: host, znver4, znver5, x86-64-v3)
 // RUN: not ziggurat-opt %s -p 'default-schedule{width=65}' 2>&1 | filecheck %s --check-prefix=WIDTH
 // RUN: not ziggurat-opt %s -p 'default-schedule{width=-1}' 2>&1 | filecheck %s --check-prefix=WIDTH
-// WIDTH: error: default-schedule: option 'width': {{65|-1}} is out of range; allowed: 0..64 (0: the host CPU's widest)
+// WIDTH: error: default-schedule: option 'width': {{65|-1}} is out of range; allowed: 1..64 (omit it for the host CPU's widest)
 // The analytic default schedule of each kernel kind, derived from a CPU's description
 // (passes/schedule/cpu_target.py); `cpu` pins one so that the output does not depend on the host.
 // An AVX2 core has 16 vector registers: half of them (8) hold accumulators.

@@ -27,7 +27,7 @@
 // RED:   error: vectorize: loop 2 cannot be vectorized (a reduction, or an index/gather in the body)
 // RANGE: error: vectorize: option 'dim': loop 3 does not exist; allowed: -1..2 (-1: scalar code; the kernel has 3 loops)
 // NEGDIM: error: vectorize: option 'dim': -2 is out of range; allowed: -1 (scalar code) or a loop of the kernel
-// WIDTH: error: vectorize: option 'width': {{-4|1099511627776}} is out of range; allowed: 0..64 (0: the host CPU's widest)
+// WIDTH: error: vectorize: option 'width': {{-4|1099511627776}} is out of range; allowed: 1..64 (omit it for the host CPU's widest)
 // NOPE:  error: vectorize: no kernel named 'nope'
 
 #a = affine_map<(i, j, k) -> (i, k)>

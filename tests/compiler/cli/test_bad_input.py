@@ -237,8 +237,13 @@ BAD_OPTIONS = [
     ),
     (
         "vectorize{width=3}",
-        "vectorize: option 'width': 3 is out of range; allowed: 0 (the host",
+        "vectorize: option 'width': 3 is out of range; allowed: a power of two",
+        "vectorize",  # width omitted: the host's widest
+    ),
+    (
         "vectorize{width=0}",
+        "vectorize: option 'width': 0 is out of range; allowed: 1..64",
+        "vectorize{width=1}",
     ),
     (
         "vectorize{dim=0 width=12}",

@@ -47,17 +47,20 @@ def test_op_width_and_threads() -> None:
     check_op_option("tile", -1)
     with pytest.raises(DiagnosticException, match="'op': -2 is out of range"):
         check_op_option("tile", -2)
-    check_width_option("vectorize", 0)
+    check_width_option("vectorize", None)  # omitted: the host's widest
     check_width_option("vectorize", 64)
+    with pytest.raises(DiagnosticException, match=r"'width': 0 is out of range; allowed: 1\.\.64"):
+        check_width_option("vectorize", 0)  # no lanes is no vector
     for width in (3, 12, 48):  # what vector registers hold: a power of two
         with pytest.raises(
             DiagnosticException,
-            match=rf"^vectorize: option 'width': {width} is out of range; allowed: 0 \(the host "
-            r"CPU's widest\) or a power of two: 1, 2, 4, 8, 16, 32, 64$",
+            match=rf"^vectorize: option 'width': {width} is out of range; allowed: a power of two: "
+            r"1, 2, 4, 8, 16, 32, 64$",
         ):
             check_width_option("vectorize", width)
     with pytest.raises(
-        DiagnosticException, match=r"'width': 65 .* allowed: 0\.\.64 \(0: the host CPU's widest\)"
+        DiagnosticException,
+        match=r"'width': 65 .* allowed: 1\.\.64 \(omit it for the host CPU's widest\)",
     ):
         check_width_option("vectorize", 65)
     check_threads_option("default-schedule", 1024)

@@ -110,11 +110,11 @@ def test_a_reduction_loop_cannot_be_vectorized() -> None:
 BAD = [
     (
         "vectorize{dim=0 width=-4}",
-        "vectorize: option 'width': -4 is out of range; allowed: 0..64 (0: the host CPU's widest)",
+        "vectorize: option 'width': -4 is out of range; allowed: 1..64 (omit it for the host CPU's widest)",
     ),
     (
         f"vectorize{{dim=0 width={HUGE}}}",
-        f"vectorize: option 'width': {HUGE} is out of range; allowed: 0..64",
+        f"vectorize: option 'width': {HUGE} is out of range; allowed: 1..64",
     ),
     (
         "vectorize{dim=-2}",
