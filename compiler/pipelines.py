@@ -11,49 +11,17 @@ from __future__ import annotations
 
 from xdsl.utils.arg_spec import ArgSpec, parse_pipeline
 
+from compiler.levels import (  # re-exported: the levels are named here for every caller
+    GPU_LEVEL,
+    IMPORTED,
+    LAYOUT_PASS,
+    LAYOUTS,
+    LEVELS,
+    ORDER,
+)
 from dialects.graph_shapes import layout_block
 
-IMPORTED = "imported"
-"""The level of a freshly imported model: graph ops, before the graph-level optimizations."""
-
-LEVELS: dict[str, tuple[str, ...]] = {
-    # graph-level optimization: folding first, then fusion
-    "graph": (
-        "simplify",
-        "fold-batchnorm",
-        "fold-constants",
-        "transpose-weights",
-        "simplify",
-        "blocked-layout",
-        "winograd",
-        "fuse-ops",
-    ),
-    "tensor": ("convert-graph-to-linalg",),
-    # one planned arena; each fused group outlined as a kernel function (a tuning task)
-    "buffers": ("bufferize", "outline-kernels"),
-    # schedules (tuned ones are applied before this level; default-schedule fills the rest)
-    "loops": ("default-schedule", "convert-linalg-to-loops"),
-    "llvm-dialect": (
-        "convert-parallel-to-runtime",
-        "convert-scf-to-cf",
-        "convert-vector-to-llvm",
-        "convert-memref-to-llvm",
-        "convert-math-to-llvm",
-        "convert-arith-to-llvm",
-        "convert-index-to-llvm",
-        "convert-cf-to-llvm",
-        "convert-func-to-llvm",
-        "reconcile-unrealized-casts",
-    ),
-}
-
-ORDER: tuple[str, ...] = (IMPORTED, *LEVELS)
-
-LAYOUT_PASS = "blocked-layout"
-LAYOUTS = ("auto", "NCHW", "NCHW4c", "NCHW8c", "NCHW16c")
-"""The data layouts of convolutions a compilation can ask for: `auto` is NCHW[b]c with the
-CPU's vector width as b (the CPU default), `NCHW` leaves convolutions as imported (what the
-GPU path uses: its schedules map threads onto image rows)."""
+__all__ = ["GPU_LEVEL", "IMPORTED", "LAYOUT_PASS", "LAYOUTS", "LEVELS", "ORDER"]
 
 
 class PipelineError(ValueError):
@@ -69,10 +37,6 @@ def layout_passes(layout: str) -> list[str]:
     return [LAYOUT_PASS if layout == "auto" else f"{LAYOUT_PASS}{{block={layout_block(layout)}}}"]
 
 
-GPU_LEVEL = "gpu"
-"""The GPU sibling of `loops` (it follows `buffers`): kernels as gpu.module kernels with block and
-thread ids, @main's calls as gpu.launch_func. The printers of compiler/backends/gpu take it from
-there; its passes depend on the target preset (passes/schedule/gpu_target.py)."""
 DEFAULT_GPU_TARGET = "opencl-cpu"
 """The preset `ziggurat-opt -p to-gpu` uses: the OpenCL device every CI machine has (PoCL)."""
 

@@ -15,13 +15,13 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, BinaryIO, NoReturn
+from typing import TYPE_CHECKING, Any, BinaryIO, NoReturn
 
-from xdsl.ir import Attribute
-from xdsl.passes import ModulePass
+from compiler.levels import GPU_LEVEL, LAYOUTS, LEVELS
 
-from compiler import xdsl_workarounds  # noqa: F401 - patches xDSL's printer on import
-from compiler.pipelines import GPU_LEVEL, LAYOUTS, LEVELS
+if TYPE_CHECKING:
+    from xdsl.ir import Attribute
+    from xdsl.passes import ModulePass
 
 GPU_EMITS = (GPU_LEVEL, "opencl", "cuda")
 """The GPU side of `--emit`: the gpu level (MLIR) and the kernels as OpenCL C or CUDA C."""
@@ -287,13 +287,13 @@ def _run_package(args: argparse.Namespace) -> int:
 def cmd_run(args: argparse.Namespace) -> int:
     if args.model.endswith(PACKAGE_SUFFIX):
         return _run_package(args)
-    from compiler.model import compile_model
+    from compiler.compile_cache import cached_compile, model_notes
 
     args.threads = 1 if args.threads is None else args.threads
     _check_threads(args.threads)
     _check_readable(args.model, "model file")
     feeds = _load_npz(args.inputs)
-    model = compile_model(
+    model = cached_compile(  # compiler/compile_cache.py: the second run of a model is a load
         args.model,
         parse_input_shapes(args.input_shape),
         target=args.target,
@@ -301,9 +301,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         schedules=_schedules(args.db, args.threads, args.target),
         threads=args.threads,
         layout=_layout(args, args.model),
+        cache=not args.no_cache,
     )
     if args.db:
-        _report_db_use(model.notes)
+        _report_db_use(model_notes(model))
     _save_outputs(model.run(feeds), args.output)
     return 0
 
@@ -760,6 +761,12 @@ def build_parser() -> argparse.ArgumentParser:
         "vector width) or NCHW as imported; default: the one `ziggurat tune` recorded in --db, "
         "else auto",
     )
+    r.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="compile afresh, neither reading nor filling the compile cache (as does "
+        "ZIGGURAT_NO_CACHE=1; the cache: ZIGGURAT_CACHE_DIR, default ~/.cache/ziggurat)",
+    )
     r.set_defaults(fn=cmd_run)
 
     b = sub.add_parser("bench", help="time ziggurat and onnxruntime in the same run")
@@ -885,11 +892,18 @@ def _show_warning(message, category, filename, lineno, file=None, line=None) -> 
     print(f"ziggurat: warning: {message}", file=sys.stderr)
 
 
+def _runs_a_package(args: argparse.Namespace) -> bool:
+    """`ziggurat run X.zpkg`: the one command that needs neither xDSL nor the passes."""
+    return args.fn is cmd_run and str(args.model).endswith(PACKAGE_SUFFIX)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     import warnings
 
     warnings.showwarning = _show_warning
     args = build_parser().parse_args(argv)
+    if not _runs_a_package(args):  # a package runs without xDSL (compiler/package/)
+        from compiler import xdsl_workarounds  # noqa: F401 - patches xDSL's printer on import
     from compiler.errors import ZigguratError
     from compiler.frontend.errors import FrontendError
 

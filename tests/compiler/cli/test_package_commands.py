@@ -75,7 +75,7 @@ def test_compile_then_run(
         np.testing.assert_allclose(got["output"], session.run(None, feeds)[0], rtol=1e-4, atol=1e-4)
 
 
-def test_run_imports_neither_onnx_nor_the_passes(
+def test_run_imports_neither_xdsl_onnx_nor_the_passes(
     package: Path, inputs: tuple[Path, dict[str, np.ndarray]], tmp_path: Path
 ) -> None:
     code = (
@@ -93,7 +93,7 @@ def test_run_imports_neither_onnx_nor_the_passes(
         str(inputs[0]),
         "--output",
         str(out),
-        names=("onnx", "onnxruntime", "passes", "autotune"),
+        names=("xdsl", "onnx", "onnxruntime", "passes", "dialects", "autotune"),
     )
     assert proc.returncode == 0, proc.stderr
     assert out.is_file()
