@@ -34,7 +34,8 @@ Nothing is extracted to disk: members are read into memory from the one checked 
 The modules: errors.py (PackageError), format.py (names, version, manifest fields), writer.py
 (save_package), reader.py (the file, archive and hash checks), host_check.py (target against
 this host), llvm_cpu.py (the CPU backend's parts, both ways), loader.py (load_package),
-loaded_model.py (LoadedModel). None imports xDSL, ONNX or the passes.
+loaded_model.py (LoadedModel), c_library.py (export_shared_library: the code as a shared
+library with a C API, c_api.h and c_api.c). None imports xDSL, ONNX or the passes.
 """
 
 from compiler.package.errors import PackageError

@@ -3,7 +3,7 @@
 Packages are loaded and run in a fresh process that cannot import xDSL, ONNX, onnxruntime, the
 passes, the dialects or the tuner (tests/support/packages.py), and compared with onnxruntime;
 zoo:mlp, the small CNN at two threads (its code calls the thread pool, which the loader loads)
-and ResNet-18. Two packages compiled in two processes (their weights bound under the same symbol
+and ResNet-18 (also exported as a shared library and run from C). Two packages compiled in two processes (their weights bound under the same symbol
 names) load side by side. A manifest that names another backend, a main function of the wrong
 type or malformed inputs is refused with one message naming the file.
 """
@@ -84,12 +84,22 @@ def test_two_thread_package_in_this_process(
         parallel_runtime.set_num_threads(before)
 
 
-def test_resnet18_package(tmp_path: Path) -> None:
+def test_resnet18_package_in_python_and_from_c(tmp_path: Path) -> None:
+    """ResNet-18, compiled once: its package run by the lean runtime in a process without the
+    compiler, then exported as a shared library and run by a C program built with gcc."""
+    from tests.compiler.package.test_c_api import GCC, run_c
+
     model = zoo.resnet18()
     path = tmp_path / "resnet18.zpkg"
     compile_model(model).save(path)
     feeds = zoo.random_inputs(model, seed=4)
-    assert_matches(run_isolated(path, feeds, tmp_path), reference(model, feeds))
+    want = reference(model, feeds)
+    assert_matches(run_isolated(path, feeds, tmp_path), want)
+    if GCC is None:
+        pytest.skip("gcc is not installed: the C half of this test did not run")
+    (tmp_path / "c").mkdir()
+    got, _ = run_c(path, model, feeds, tmp_path / "c")
+    assert_matches(got, want)
 
 
 def test_packages_from_two_processes_load_side_by_side(tmp_path: Path) -> None:
