@@ -28,6 +28,7 @@ import tempfile
 import threading
 from pathlib import Path
 
+from compiler.cache_dir import CacheDirError, cache_dir, private_directory
 from compiler.errors import ZigguratError
 
 SOURCE = Path(__file__).with_name("parallel_runtime.c")
@@ -47,15 +48,6 @@ class ParallelRuntimeError(ZigguratError, RuntimeError):
     """The thread-pool runtime could not be built or loaded."""
 
 
-def cache_dir() -> Path:
-    """`$ZIGGURAT_CACHE_DIR`, else `$XDG_CACHE_HOME/ziggurat`, else `~/.cache/ziggurat`."""
-    if os.environ.get("ZIGGURAT_CACHE_DIR"):
-        return Path(os.environ["ZIGGURAT_CACHE_DIR"])
-    if os.environ.get("XDG_CACHE_HOME"):
-        return Path(os.environ["XDG_CACHE_HOME"]) / "ziggurat"
-    return Path.home() / ".cache" / "ziggurat"
-
-
 def _compiler() -> list[str]:
     """The compiler command: `$CC` (may hold arguments, e.g. `ccache gcc`), else `cc`."""
     cc = os.environ.get("CC", "").strip()
@@ -71,46 +63,13 @@ def _compiler() -> list[str]:
 
 
 def private_cache_dir() -> Path:
-    """`cache_dir()`, created 0700 (with any parents it needs) and checked to be writable by
-    the current user only: the library loaded from it runs in every ziggurat process, so a
-    directory others can write would let them plant code. Returns the resolved path (no
-    symlink left to swap). An existing directory is never chmod-ed: if it is shared or not ours
-    we refuse, saying how to fix it, rather than trust what it may already hold."""
-    directory = cache_dir()
-    missing: list[Path] = []
-    for p in (directory, *directory.parents):
-        if os.path.lexists(p):
-            break
-        missing.append(p)
+    """`cache_dir()`, created 0700 and checked to be writable by the current user only
+    (compiler/cache_dir.py): the library loaded from it runs in every ziggurat process, so a
+    directory others can write would let them plant code."""
     try:
-        for p in reversed(missing):  # top-down; mkdir's mode is masked by the umask, chmod not
-            with contextlib.suppress(FileExistsError):  # a concurrent process made it
-                os.mkdir(p, 0o700)
-                os.chmod(p, 0o700)
-        resolved = Path(os.path.realpath(directory))
-        st = os.stat(resolved)
-    except OSError as e:
-        raise ParallelRuntimeError(
-            f"cannot create the thread-pool runtime cache {directory}: {e.strerror}; "
-            f"set ZIGGURAT_CACHE_DIR to a writable directory"
-        ) from e
-    hint = "or set ZIGGURAT_CACHE_DIR to a directory only you can write"
-    if not stat.S_ISDIR(st.st_mode):
-        raise ParallelRuntimeError(
-            f"the thread-pool runtime cache {resolved} is not a directory; remove it {hint}"
-        )
-    if st.st_uid != os.geteuid():
-        raise ParallelRuntimeError(
-            f"the thread-pool runtime cache {resolved} is owned by uid {st.st_uid}, not by you "
-            f"(uid {os.geteuid()}), so its libraries cannot be trusted; remove it {hint}"
-        )
-    if st.st_mode & 0o022:
-        raise ParallelRuntimeError(
-            f"the thread-pool runtime cache {resolved} is writable by group or others (mode "
-            f"{stat.S_IMODE(st.st_mode):#o}), so anyone could plant a library there; run "
-            f"`chmod 700 {shlex.quote(str(resolved))}` {hint}"
-        )
-    return resolved
+        return private_directory(cache_dir(), "the thread-pool runtime cache")
+    except CacheDirError as e:
+        raise ParallelRuntimeError(str(e)) from e
 
 
 def _trusted(path: Path, sha256: str) -> bool:

@@ -36,6 +36,9 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
     # the tests already run in one process per core: a model's kernels compile in the test's own
     # process instead of forking more workers (about 20% faster on the node tests)
     os.environ.setdefault("ZIGGURAT_COMPILE_JOBS", "1")
+# `ziggurat run` compiles afresh in every test, as the test expects (and leaves the user's compile
+# cache alone); tests/compiler/test_compile_cache.py turns the cache on in a tmp_path of its own
+os.environ["ZIGGURAT_NO_CACHE"] = "1"
 
 
 @pytest.fixture(params=[1, 2, 3], ids=lambda n: f"{n}threads")

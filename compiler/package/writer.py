@@ -100,6 +100,8 @@ def save_package(model: SavableModel, path: str | os.PathLike[str]) -> None:
                 for name, blob in parts.items():
                     _member(name, blob, zf, f.tell())
             os.fchmod(f.fileno(), 0o644)
+            f.flush()
+            os.fsync(f.fileno())  # on disk before the rename: a crash leaves old or new, whole
         os.replace(tmp, shown)
     except OSError as e:
         raise PackageError(shown, f"cannot write the package: {e.strerror or e}") from None
