@@ -199,7 +199,7 @@ def test_a_read_only_database_with_a_torn_tail_loads(
         path.parent.chmod(0o755)
 
 
-def read_tiles(path: Path, timeout: float = 60) -> list[int]:
+def read_tiles(path: Path, timeout: float = 300) -> list[int]:
     """Database(path)'s records (their tile sizes), loaded in a thread: a load that waits for a
     lock fails the test instead of hanging it."""
     got: list[Any] = []
@@ -501,6 +501,7 @@ WRITER = textwrap.dedent(
     from autotune.database import Database, config_key, make_record
 
     path, total = sys.argv[1], int(sys.argv[2])
+    slow = len(sys.argv) > 3  # past 30 records, pause between appends: killed before the end
     db = Database(path)
     done = db.measured_keys("wk")
     for i in range(total):
@@ -510,6 +511,9 @@ WRITER = textwrap.dedent(
         db.append(make_record(workload_key="wk", task_name="t", target={}, space_hash="h",
                               config=config, passes=[], costs=[float(i + 1)], error_kind=None,
                               error="x" * 3000))
+        if slow and i >= 30:
+            import time
+            time.sleep(0.02)
     """
 )
 
@@ -519,8 +523,9 @@ def test_resume_after_sigkill_mid_append(tmp_path: Path) -> None:
     total = 300
     cmd = [sys.executable, "-c", WRITER, str(path), str(total)]
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    proc = subprocess.Popen(cmd, env=env)
-    deadline = time.monotonic() + 30
+    # slowed past 30 records, so that a busy host cannot let it finish before the kill
+    proc = subprocess.Popen([*cmd, "slow"], env=env)
+    deadline = time.monotonic() + 300  # a guard against a hang, not a speed limit
     while time.monotonic() < deadline:
         if path.exists() and path.read_bytes().count(b"\n") >= 30:
             break
@@ -532,7 +537,7 @@ def test_resume_after_sigkill_mid_append(tmp_path: Path) -> None:
         before = [r["config"]["i"] for r in Database(path).records()]
     assert 30 <= len(before) < total, len(before)  # killed mid-run
     assert before == list(range(len(before)))
-    subprocess.run(cmd, env=env, check=True, timeout=60)  # resume
+    subprocess.run(cmd, env=env, check=True, timeout=600)  # resume
     after = [r["config"]["i"] for r in Database(path).records("wk")]
     assert after == list(range(total))  # every record exactly once, in order
 
@@ -665,16 +670,16 @@ def test_concurrent_writers_and_readers_lose_nothing(tmp_path: Path) -> None:
     writers.append(start(STRESS_CRASHER, path, CRASHES, go, crashed))
     procs = readers + writers
     try:
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 600
         while not all((tmp_path / f"ready{k}").exists() for k in range(READERS)):
             assert time.monotonic() < deadline and all(p.poll() is None for p in readers)
             time.sleep(0.01)
         go.touch()  # the writers start while every reader is reading
         for p in writers:
-            assert p.wait(timeout=120) == 0
+            assert p.wait(timeout=600) == 0  # hang guards, not speed limits
         stop.touch()
         for p in readers:
-            assert p.wait(timeout=60) == 0
+            assert p.wait(timeout=600) == 0
     finally:
         for p in procs:
             if p.poll() is None:
