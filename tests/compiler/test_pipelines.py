@@ -159,7 +159,7 @@ def test_llvm_level_output_accepted_by_mlir_opt(tmp_path: Path) -> None:
     assert MLIR_OPT is not None
     path = tmp_path / "matmul.mlir"
     path.write_text(str(llvm_kernels.lower(llvm_kernels.matmul_mlir())))
-    proc = subprocess.run([MLIR_OPT, str(path)], capture_output=True, text=True, timeout=60)
+    proc = subprocess.run([MLIR_OPT, str(path)], capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr
     assert "llvm.func @matmul" in proc.stdout
 

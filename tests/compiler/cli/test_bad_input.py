@@ -212,7 +212,7 @@ def test_standard_output_on_a_full_disk_is_one_error_line(empty: Path) -> None:
             stderr=subprocess.PIPE,
             text=True,
             cwd=REPO_ROOT,
-            timeout=120,
+            timeout=600,
         )
     assert r.returncode == 1, r.stderr
     assert r.stderr == (

@@ -223,7 +223,7 @@ def test_diagnostic_never_reads_files_named_in_locations(tmp_path: Path, target:
         capture_output=True,
         text=True,
         cwd=REPO,
-        timeout=60,  # a hang on the FIFO fails here
+        timeout=600,  # a hang on the FIFO fails here
         preexec_fn=_limit_memory,
     )
     assert r.returncode == 1, r.stderr
