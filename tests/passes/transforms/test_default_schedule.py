@@ -120,11 +120,11 @@ BAD = [
     ),
     (
         "default-schedule{width=-1}",
-        "default-schedule: option 'width': -1 is out of range; allowed: 0..64",
+        "default-schedule: option 'width': -1 is out of range; allowed: 1..64",
     ),
     (
         "default-schedule{width=65}",
-        "default-schedule: option 'width': 65 is out of range; allowed: 0..64",
+        "default-schedule: option 'width': 65 is out of range; allowed: 1..64",
     ),
 ]
 
