@@ -22,11 +22,11 @@ from xdsl.dialects.builtin import DictionaryAttr, IntegerAttr, ModuleOp, StringA
 from xdsl.ir import Attribute
 from xdsl.passes import ModulePass
 
-from compiler import parallel_runtime
 from compiler.backends.gpu.compile import APIS, check_available, load_program, preset_for
 from compiler.backends.llvm_cpu.compile import compile_module as compile_llvm
 from compiler.errors import CompileError
 from compiler.frontend.onnx import import_onnx
+from compiler.host_model import HostModel
 from compiler.parallel_compile import compile_split, default_workers
 from compiler.pass_runner import make_context, run_passes
 from compiler.pipelines import (
@@ -38,8 +38,7 @@ from compiler.pipelines import (
     layout_passes,
     levels_between,
 )
-from compiler.runtime import aligned_copy, aligned_empty
-from compiler.tensor_spec import TensorSpec, check_inputs, results
+from compiler.tensor_spec import TensorSpec
 from dialects.attributes import (
     DTYPE_ATTR,
     LENGTH_OF_ATTR,
@@ -167,7 +166,7 @@ def _signature(module: ModuleOp) -> tuple[list[TensorSpec], list[TensorSpec]]:
 
 
 @dataclass
-class CompiledModel:
+class CompiledModel(HostModel):
     """A model compiled to machine code for the CPU; `run` maps input arrays to output arrays."""
 
     inputs: list[TensorSpec]
@@ -188,44 +187,6 @@ class CompiledModel:
         from compiler.package.writer import save_package
 
         save_package(self, path)
-
-    def _use_threads(self) -> None:
-        if getattr(self.program, "parallel", False):
-            parallel_runtime.set_num_threads(self.threads)
-
-    @property
-    def input_names(self) -> list[str]:
-        return [s.name for s in self.inputs]
-
-    @property
-    def output_names(self) -> list[str]:
-        """The model's outputs (not the hidden lengths of data-dependent ones)."""
-        return [s.name for s in self.outputs if s.length_of is None]
-
-    def check_inputs(self, feeds: Mapping[str, np.ndarray]) -> list[np.ndarray]:
-        """compiler/tensor_spec.py check_inputs: InputError for a wrong name, dtype, shape."""
-        return check_inputs(self.inputs, feeds)
-
-    def run(self, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-        args = [aligned_copy(a) for a in self.check_inputs(feeds)]
-        outs = [aligned_empty(s.shape, s.buffer_dtype) for s in self.outputs]
-        self._use_threads()
-        self.program.function("main")(*args, *outs)
-        return self.results(outs)
-
-    def results(self, outs: Sequence[np.ndarray]) -> dict[str, np.ndarray]:
-        """The caller's view of @main's result buffers: widened outputs converted to their
-        declared type (integers fit; float16 is rounded once), data-dependent outputs trimmed
-        to their run-time length, the lengths themselves left out."""
-        return results(self.outputs, outs)
-
-    def runner(self, feeds: Mapping[str, np.ndarray]):
-        """A zero-argument callable that runs the model on fixed buffers (for timing)."""
-        args = [aligned_copy(a) for a in self.check_inputs(feeds)]
-        outs = [aligned_empty(s.shape, s.buffer_dtype) for s in self.outputs]
-        fn = self.program.function("main")
-        self._use_threads()
-        return lambda: fn(*args, *outs)
 
 
 def compile_module(
