@@ -10,6 +10,7 @@ import contextlib
 import json
 import math
 import os
+import re
 import stat
 import sys
 import time
@@ -47,19 +48,20 @@ class _ArgumentParser(argparse.ArgumentParser):
 
 
 def parse_input_shapes(specs: Sequence[str] | None) -> dict[str, list[int]]:
-    """`NAME=1x3x224x224` strings -> {name: dims}."""
+    """`NAME=1x3x224x224` (or `NAME=1,3,224,224`) strings -> {name: dims}."""
     shapes: dict[str, list[int]] = {}
     for spec in specs or []:
         name, sep, dims = spec.partition("=")
         try:
             if not sep or not name:
                 raise ValueError
-            shapes[name] = [int(d) for d in dims.lower().split("x")]
+            shapes[name] = [int(d) for d in re.split(r"[x,]", dims.lower())]
             if any(d <= 0 for d in shapes[name]):
                 raise ValueError
         except ValueError:
             raise UsageError(
-                f"bad --input-shape '{spec}': expected NAME=D1xD2x... with positive dims"
+                f"bad --input-shape '{spec}': expected NAME=D1xD2x... (or D1,D2,...) "
+                "with positive dims"
             ) from None
     return shapes
 
@@ -291,16 +293,16 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     args.threads = 1 if args.threads is None else args.threads
     _check_threads(args.threads)
-    _check_readable(args.model, "model file")
+    source = _model_arg(args.model)  # a path or zoo:NAME, as compile, bench and tune take
     feeds = _load_npz(args.inputs)
     model = cached_compile(  # compiler/compile_cache.py: the second run of a model is a load
-        args.model,
+        source,
         parse_input_shapes(args.input_shape),
         target=args.target,
         optimize=not args.no_graph_opt,
         schedules=_schedules(args.db, args.threads, args.target),
         threads=args.threads,
-        layout=_layout(args, args.model),
+        layout=_layout(args, source),
         cache=not args.no_cache,
     )
     if args.db:

@@ -91,6 +91,16 @@ def _empty_post_init(self: Attribute) -> None:
     """Replaces attribute verification under --disable-verify (as xdsl-opt does)."""
 
 
+_FLAG_HELP = {
+    "verify_diagnostics": "check the diagnostics against the input's `// expected-error"
+    "@+N {{message}}` (and -warning, -remark) comments, as mlir-opt does: exit 0 when each "
+    "expected one was reported and no other, else 1 listing the differences",
+    "parsing_diagnostics": "print parse errors to standard output and exit 0 (for tests of "
+    "the parser's messages)",
+}
+"""Help of xDSL's flags whose meaning ZigguratOptMain.run changes."""
+
+
 class ZigguratOptMain(xDSLOptMain):
     """xdsl-opt plus ziggurat's registry and mlir-opt's diagnostics, dumps and reproducers."""
 
@@ -154,6 +164,10 @@ class ZigguratOptMain(xDSLOptMain):
     def register_all_arguments(self, arg_parser: argparse.ArgumentParser) -> None:
         super().register_all_arguments(arg_parser)
         add_driver_flags(arg_parser)
+        # xDSL's help describes its own behaviour of these flags; run() gives them mlir-opt's.
+        for action in arg_parser._actions:
+            if action.dest in _FLAG_HELP:
+                action.help = _FLAG_HELP[action.dest]
 
     # -- pipeline --------------------------------------------------------------------------
 

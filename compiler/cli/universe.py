@@ -23,7 +23,23 @@ def pass_factories() -> dict[str, Callable[[], type[ModulePass]]]:
     return registry.pass_factories(PASSES)
 
 
+def _renamed(factory: Callable[[], type[ModulePass]], alias: str) -> Callable[[], type[ModulePass]]:
+    """A factory of `factory`'s pass under the name `alias`: xDSL parses `-p alias{...}` only
+    into a class whose `name` is `alias` ("Spec name mismatch" otherwise)."""
+
+    def load() -> type[ModulePass]:
+        cls = factory()
+        return type(cls.__name__, (cls,), {"name": alias, "__doc__": cls.__doc__})
+
+    return load
+
+
 UNIVERSE = Universe(
     all_dialects=registry.dialect_factories(),
-    all_passes={registry.UNIVERSE_ALIASES.get(n, n): f for n, f in pass_factories().items()},
+    all_passes={
+        registry.UNIVERSE_ALIASES.get(n, n): (
+            _renamed(f, registry.UNIVERSE_ALIASES[n]) if n in registry.UNIVERSE_ALIASES else f
+        )
+        for n, f in pass_factories().items()
+    },
 )

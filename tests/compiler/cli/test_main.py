@@ -480,7 +480,7 @@ def test_dev_full(tiny: Path, tmp_path: Path, command: str) -> None:
 def test_bad_input_shape_syntax(capsys: pytest.CaptureFixture[str], tiny: Path, spec: str) -> None:
     assert_user_error(
         call(capsys, "compile", str(tiny), "--emit", "graph", "--input-shape", spec),
-        f"bad --input-shape '{spec}': expected NAME=D1xD2x... with positive dims",
+        f"bad --input-shape '{spec}': expected NAME=D1xD2x... (or D1,D2,...) with positive dims",
     )
 
 
@@ -489,6 +489,34 @@ def test_input_shape_unknown_name(capsys: pytest.CaptureFixture[str], tiny: Path
         call(capsys, "compile", str(tiny), "--emit", "graph", "--input-shape", "bogus=1x3x4x4"),
         "unknown input 'bogus' (model inputs: 'x')",
     )
+
+
+@pytest.mark.parametrize("spec", ["x=1x3x8x8", "x=1,3,8,8", "x=1X3,8x8"])
+def test_input_shape_takes_x_or_commas(
+    capsys: pytest.CaptureFixture[str], tiny: Path, spec: str
+) -> None:
+    """The importer's error suggests comma-separated sizes; both spellings are one shape."""
+    rc, out, err = call(capsys, "compile", str(tiny), "--emit", "graph", "--input-shape", spec)
+    assert rc == 0, err
+    assert "tensor<1x3x8x8xf32>" in out
+
+
+def test_run_takes_a_zoo_model(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """`run zoo:NAME` as compile, bench and tune take it (it once said "model file not found")."""
+    import onnxruntime as ort
+
+    proto = zoo.model_from_arg("zoo:mlp")
+    feeds = zoo.random_inputs(proto)
+    inputs = npz(tmp_path / "in.npz", **feeds)
+    rc, out, err = call(
+        capsys, "run", "zoo:mlp", "--inputs", str(inputs), "--output", str(tmp_path / "o.npz")
+    )
+    assert rc == 0, err
+    ref = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
+    (expected,) = ref.run(None, feeds)
+    with np.load(tmp_path / "o.npz") as data:
+        (got,) = [data[k] for k in data.files]
+    np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5)
 
 
 def test_unknown_emit_level(tiny: Path) -> None:

@@ -67,6 +67,15 @@ def test_reads_stdin() -> None:
     assert "func.func @f" in r.stdout
 
 
+def test_help_describes_verify_diagnostics_as_it_behaves() -> None:
+    """xDSL's help says the flag prints an exception and exits 0; ours checks expectations."""
+    r = opt("--help")
+    assert r.returncode == 0, r.stderr
+    help_text = " ".join(r.stdout.split())
+    assert "expected-error@+N" in help_text
+    assert "Prints the content of a triggered verifier exception" not in help_text
+
+
 def test_unknown_pass_suggests(valid: Path) -> None:
     r = opt(str(valid), "-p", "canonicalise")
     assert_clean_failure(r, "error: unknown pass 'canonicalise' (did you mean 'canonicalize'")
