@@ -80,6 +80,25 @@ def target_kernels(
             yield from (generics if index < 0 else generics[index : index + 1])
 
 
+def _kernel_of(op: linalg.GenericOp) -> str:
+    """`@name, linalg.generic #i (n loops)`: which op a schedule edit failed on, in the terms of
+    the passes' `kernel` and `op` options."""
+    f = op.parent_op()
+    while f is not None and not isinstance(f, func.FuncOp):
+        f = f.parent_op()
+    if f is None:
+        return "linalg.generic"
+    generics = [g for g in f.walk() if isinstance(g, linalg.GenericOp)]
+    return f"@{f.sym_name.data}, linalg.generic #{generics.index(op)}"
+
+
+def _narrowing_hint(kernel: str, index: int) -> str:
+    """What to add when the edit targeted every kernel: kernels differ in their loop counts."""
+    if kernel and index >= 0:
+        return ""
+    return " (kernel=NAME and op=N limit the pass to one op)"
+
+
 def edit_schedules(
     module: ModuleOp, kernel: str, pass_name: str, edit: ScheduleEdit, index: int = -1
 ) -> None:
@@ -94,7 +113,9 @@ def edit_schedules(
         try:
             new = legalize(edit(current, info), info)
         except ValueError as e:
-            raise DiagnosticException(f"{pass_name}: {e}") from e
+            raise DiagnosticException(
+                f"{pass_name}: {e}, in {_kernel_of(op)}{_narrowing_hint(kernel, index)}"
+            ) from e
         set_schedule(op, new)
     if kernel and not found:
         raise DiagnosticException(f"{pass_name}: no kernel named '{kernel}'")

@@ -131,7 +131,15 @@ BAD = [
         f"tile{{sizes=0,0,{HUGE}}}",
         f"tile: option 'sizes': {HUGE} (loop 2) is out of range; allowed: 0..2147483647",
     ),
-    ("tile{sizes=4,4}", "tile: expected 3 tile sizes (one per loop), got 2"),
+    (
+        "tile{sizes=4,4}",
+        "tile: expected 3 tile sizes (one per loop), got 2, in @matmul, linalg.generic #0 "
+        "(kernel=NAME and op=N limit the pass to one op)",
+    ),
+    (
+        "tile{sizes=4,4 kernel=matmul op=0}",
+        "tile: expected 3 tile sizes (one per loop), got 2, in @matmul, linalg.generic #0\n",
+    ),
     (
         "tile{sizes=0,0,0 op=1}",
         "tile: option 'op': 1 is out of range; allowed: -1..0 (@matmul has 1 linalg.generic op)",
