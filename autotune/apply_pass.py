@@ -30,11 +30,12 @@ from xdsl.ir import Attribute
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import DiagnosticException
 
-from autotune.database import Database, DatabaseError, comparable_costs, record_cost
+from autotune.database import Database, DatabaseError, comparable_costs
+from autotune.record import TuningRecord
 from autotune.space import SearchSpace
 from autotune.task import extract_tasks, generics_of, task_from_function
 from autotune.tune_model import tune_tasks
-from autotune.tuning_target import TuningTarget, tuning_target
+from autotune.tuning_target import CpuTuningTarget, TuningTarget, tuning_target
 from compiler.pass_runner import run_passes
 from dialects.attributes import AUTOTUNE_STATS_ATTR
 from passes.analysis.kernel_access import analyze_kernel
@@ -87,11 +88,11 @@ def autotune_stats(attributes: dict[str, Attribute]) -> AutotuneStats | None:
     )
 
 
-def beats_default(record: dict) -> bool:
+def beats_default(record: TuningRecord) -> bool:
     """Whether a record was faster than the default schedule timed beside it (a record without
     `baseline_costs` was not paired: it is taken at its word)."""
-    base = record.get("baseline_costs") or []
-    return not base or record_cost(record) < min(base)
+    base = record.baseline_costs
+    return not base or record.cost < min(base)
 
 
 PARALLEL_FALLBACK_SLACK = 1.15
@@ -115,7 +116,7 @@ def apply_database(
     applied and its outer loops are parallelized by the default heuristic (parallel_schedule).
     With a GPU `target`, the best record of its space measured on its device.
     """
-    target = target or TuningTarget(threads=threads)
+    target = target or CpuTuningTarget(threads)
     threads = target.threads
     db = Database(db_path)
     stats = AutotuneStats()
@@ -139,40 +140,36 @@ def apply_database(
                 for r in db.ranked(
                     task.workload_key, space.space_hash(), threads, target.record_preset
                 )
-                if space.contains(r["config"]) and target.accepts(r)
+                if space.contains(r.config) and target.accepts(r)
             ),
             None,
         )
         parallelized = None
-        if (
-            best is None and threads > 1 and not target.is_gpu
-        ):  # no record for this thread count: a one-thread record,
-            space = SearchSpace(info)  # the fastest one the default heuristic can parallelize
+        if best is None and threads > 1:  # no record for this thread count (a CPU's): a
+            space = SearchSpace(info)  # one-thread record the default heuristic can parallelize
             ranked = [
                 r
                 for r in db.ranked(task.workload_key, space.space_hash(), threads=1)
-                if space.contains(r["config"])
+                if space.contains(r.config)
             ]
             costs = comparable_costs(ranked)
             for r, cost in zip(ranked, costs):
                 if cost > PARALLEL_FALLBACK_SLACK * costs[0]:
                     best = ranked[0]  # none close to the best parallelizes: keep the best
                     break
-                s = parallel_schedule(space.to_schedule(r["config"]), info, threads)
+                s = parallel_schedule(space.to_schedule(r.config), info, threads)
                 if s.parallel:
                     best, parallelized = r, s
                     break
             else:
                 best = ranked[0] if ranked else None
-        if best is None or not space.contains(best["config"]):
+        if best is None or not space.contains(best.config):
             stats.fallback.append(task.name)
             continue
         if not beats_default(best):
             stats.default_won.append(task.name)
             continue
-        run_passes(
-            ctx, module, space.to_passes(best["config"], task.anchor, kernel=fn.sym_name.data)
-        )
+        run_passes(ctx, module, space.to_passes(best.config, task.anchor, kernel=fn.sym_name.data))
         if parallelized is not None:
             set_schedule(anchor, parallelized)
         stats.tuned += 1

@@ -22,8 +22,9 @@ Paths. The database is a regular file (or a link to one), or none yet: a directo
 device or socket is refused with `DatabaseError`, checked on the opened descriptor (opened
 non-blocking, so that a FIFO cannot stall the open).
 
-Validation. A record of the wrong shape (config not an object of knobs, costs not finite
-positive numbers, ...; see `validate_record`) is skipped, with one warning per database naming
+Validation. Each line becomes a typed `TuningRecord` here and nowhere else
+(`TuningRecord.from_json`, autotune/record.py). A record of the wrong shape (config not an
+object of knobs, costs not finite positive numbers, ...; see `validate_record`) is skipped, with one warning per database naming
 its line and why; it is never applied nor counted as measured. A record from another compiler
 version or another search-space definition (space hash) is never applied either: skipped, with
 one warning per database. A tuning run killed at any point resumes with every complete record
@@ -44,8 +45,8 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from importlib import metadata
 from pathlib import Path
-from typing import Any
 
+from autotune.record import RecordError, TuningRecord, config_key, validate_record
 from compiler.backends.llvm_cpu.jit import host_target as measured_on
 from compiler.errors import ZigguratError
 
@@ -54,20 +55,6 @@ try:
 except ImportError:  # pragma: no cover - not a POSIX system: no locking
     fcntl = None  # type: ignore[assignment]
 
-Record = dict[str, Any]
-
-REQUIRED_FIELDS = (
-    "workload_key",
-    "compiler_version",
-    "space_hash",
-    "config",
-    "costs",
-    "error_kind",
-)
-INT_KNOBS = ("vector", "unroll", "parallel")
-"""Config knobs that are one integer (autotune/space.py)."""
-LIST_KNOBS = ("reg", "tile", "order", "pack")
-"""Config knobs that are a list of integers (autotune/space.py)."""
 MAX_REASONS_SHOWN = 10
 LOCK_TIMEOUT_ENV = "ZIGGURAT_DB_LOCK_TIMEOUT"
 """Seconds a writer waits for the database's lock (default DEFAULT_LOCK_TIMEOUT)."""
@@ -99,20 +86,12 @@ def compiler_version() -> str:
         return "unknown"
 
 
-def config_key(config: Any) -> str:
-    """Canonical string of a config (the same as space.SearchSpace.key)."""
-    return json.dumps(config, sort_keys=True, separators=(",", ":"))
-
-
-def record_cost(record: Record) -> float:
+def record_cost(record: TuningRecord) -> float:
     """Best seconds per call of a record; inf for a failed measurement."""
-    costs = record.get("costs") or []
-    if record.get("error_kind") is not None or not costs:
-        return math.inf
-    return float(min(costs))
+    return record.cost
 
 
-def comparable_costs(records: list[Record]) -> list[float]:
+def comparable_costs(records: list[TuningRecord]) -> list[float]:
     """Each record's cost (record_cost), comparable across the records of a workload measured
     while the host ran at different speeds (a shared VM's second vCPU comes and goes).
 
@@ -122,162 +101,16 @@ def comparable_costs(records: list[Record]) -> list[float]:
     record without baseline costs keeps its own cost."""
     least: dict[tuple[str, int], float] = {}
     for r in records:
-        base = r.get("baseline_costs") or []
-        if base and math.isfinite(record_cost(r)):
-            group = (r["workload_key"], r.get("threads", 1))
-            least[group] = min(least.get(group, math.inf), min(base))
+        if r.paired:
+            group = (r.workload.key, r.threads)
+            least[group] = min(least.get(group, math.inf), min(r.baseline_costs))
     out = []
     for r in records:
-        cost, base = record_cost(r), r.get("baseline_costs") or []
-        if base and math.isfinite(cost):
-            cost = cost / min(base) * least[(r["workload_key"], r.get("threads", 1))]
+        cost = r.cost
+        if r.paired:
+            cost = cost / min(r.baseline_costs) * least[(r.workload.key, r.threads)]
         out.append(cost)
     return out
-
-
-def _positive_costs(name: str, costs: Any) -> str | None:
-    """Why `costs` is not a list of seconds (finite positive numbers), or None."""
-    if not isinstance(costs, list):
-        return f"{name} is {_kind(costs)}, not a list"
-    if not all(_is_number(c) for c in costs):
-        return f"{name} contain a value that is not a number"
-    if not all(math.isfinite(c) for c in costs):
-        return f"{name} contain a non-finite value"
-    if any(c <= 0 for c in costs):
-        return f"{name} contain a value <= 0"
-    return None
-
-
-def _kind(value: Any) -> str:
-    """A JSON value's type in words, for messages."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, dict):
-        return "an object"
-    return type(value).__name__
-
-
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
-def _config_problem(config: Any) -> str | None:
-    """Why `config` is not a config of any search space (autotune/space.py), or None.
-
-    Types and the shape common to every space only: whether it is in a given space is
-    SearchSpace.contains's question, which these checks keep from failing on bad types."""
-    if not isinstance(config, dict):
-        return f"config is {_kind(config)}, not an object"
-    for name, value in config.items():
-        if name in INT_KNOBS:
-            if not _is_int(value):
-                return f"config.{name} is {_kind(value)}, not an integer"
-        elif name in LIST_KNOBS or isinstance(value, list):
-            if not isinstance(value, list) or not all(_is_int(v) for v in value):
-                return f"config.{name} is not a list of integers"
-        elif not _is_int(value):
-            return f"config.{name} is {_kind(value)}, not an integer or a list of integers"
-    per_loop = [k for k in ("reg", "tile", "order") if k in config]
-    if len({len(config[k]) for k in per_loop}) > 1:
-        return f"config.{', config.'.join(per_loop)} differ in length (one entry per loop)"
-    if "order" in config and sorted(config["order"]) != list(range(len(config["order"]))):
-        return "config.order is not a permutation of the loops"
-    loops = len(config[per_loop[0]]) if per_loop else None
-    if loops is not None and "vector" in config and not -1 <= config["vector"] < loops:
-        return "config.vector is not one of the loops (or -1)"
-    if any(v < 0 for k in ("reg", "tile", "pack") for v in config.get(k, [])):
-        return "config has a negative tile size or operand"
-    if config.get("unroll", 1) < 1 or config.get("parallel", 0) < 0:
-        return "config.unroll is below 1 or config.parallel below 0"
-    return None
-
-
-def validate_record(record: Any) -> str | None:
-    """Why `record` cannot be used (in words, for a warning), or None if it can.
-
-    Loading skips such records, so that none can be applied as the fastest (a cost of 0 or
-    -1), break the tuner's resume (a config that is not a dict) or reach a comparison with
-    another type."""
-    if not isinstance(record, dict):
-        return f"the line is {_kind(record)}, not a JSON object"
-    missing = [k for k in REQUIRED_FIELDS if k not in record]
-    if missing:
-        return f"lacks {', '.join(missing)}"
-    for name in ("workload_key", "compiler_version", "space_hash"):
-        if not isinstance(record[name], str):
-            return f"{name} is {_kind(record[name])}, not a string"
-    for name in ("task_name", "error"):
-        if name in record and not isinstance(record[name], str):
-            return f"{name} is {_kind(record[name])}, not a string"
-    problem = _config_problem(record["config"])
-    if problem:
-        return problem
-    passes = record.get("passes", [])
-    if not isinstance(passes, list) or not all(isinstance(p, str) for p in passes):
-        return "passes is not a list of strings"
-    error_kind = record["error_kind"]
-    if error_kind is not None and not isinstance(error_kind, str):
-        return f"error_kind is {_kind(error_kind)}, not a string or null"
-    costs = record["costs"]
-    problem = _positive_costs("costs", costs) or _positive_costs(
-        "baseline_costs", record.get("baseline_costs", [])
-    )
-    if problem:
-        return problem
-    if error_kind is None and not costs:
-        return "costs are empty for a successful measurement"
-    threads = record.get("threads", 1)
-    if not _is_int(threads) or threads < 1:
-        return "threads is not a positive integer"
-    for name in ("flops", "timestamp"):
-        value = record.get(name, 0.0)
-        if not _is_number(value) or not math.isfinite(value) or value < 0:
-            return f"{name} is not a finite non-negative number"
-    if "target" in record and not isinstance(record["target"], dict):
-        return f"target is {_kind(record['target'])}, not an object"
-    return None
-
-
-def make_record(
-    *,
-    workload_key: str,
-    task_name: str,
-    target: dict[str, str],
-    space_hash: str,
-    config: Any,
-    passes: list[str],
-    costs: list[float],
-    error_kind: str | None,
-    error: str = "",
-    flops: float = 0.0,
-) -> Record:
-    """A record with this compiler's version and the current time."""
-    return {
-        "workload_key": workload_key,
-        "task_name": task_name,
-        "target": dict(target),
-        "compiler_version": compiler_version(),
-        "space_hash": space_hash,
-        "config": config,
-        "passes": list(passes),
-        "costs": [float(c) for c in costs],
-        "error_kind": error_kind,
-        "error": error,
-        "flops": float(flops),
-        "timestamp": time.time(),
-    }
 
 
 def _strerror(e: OSError) -> str:
@@ -459,7 +292,7 @@ class Database:
         self.lock_timeout = lock_timeout
         self.version = compiler_version() if version is None else version
         self.space_hashes: dict[str, str] = dict(space_hashes or {})
-        self._records: list[Record] = []  # current-version records, in file order
+        self._records: list[TuningRecord] = []  # current-version records, in file order
         self._warned_stale = False
         self._stale = 0
         self._load()
@@ -519,7 +352,7 @@ class Database:
             self._keep(record)
 
     @staticmethod
-    def _parse(data: bytes) -> tuple[list[Record], list[str], tuple[int, int] | None]:
+    def _parse(data: bytes) -> tuple[list[TuningRecord], list[str], tuple[int, int] | None]:
         """The valid records of a file's bytes, why each other line is not one, and the size
         and line number of an incomplete last line (None if there is none)."""
         lines = data.split(b"\n")
@@ -530,25 +363,24 @@ class Database:
                 lines.append(tail)  # a complete record that only lacks its newline: keep it
             else:
                 torn = (len(tail), len(lines) + 1)
-        records: list[Record] = []
+        records: list[TuningRecord] = []
         reasons: list[str] = []
         for number, raw in enumerate(lines, 1):
             if not raw.strip():
                 continue
             try:
-                record = json.loads(raw)
+                obj = json.loads(raw)
             except (ValueError, RecursionError):
                 reasons.append(f"line {number}: not JSON")
                 continue
-            why = validate_record(record)
-            if why is not None:
-                reasons.append(f"line {number}: {why}")
-                continue
-            records.append(record)
+            try:
+                records.append(TuningRecord.from_json(obj))
+            except RecordError as e:
+                reasons.append(f"line {number}: {e}")
         return records, reasons, torn
 
-    def _keep(self, record: Record) -> None:
-        if record["compiler_version"] != self.version:
+    def _keep(self, record: TuningRecord) -> None:
+        if record.compiler_version != self.version:
             self._stale += 1
             return
         self._records.append(record)
@@ -559,7 +391,7 @@ class Database:
         space_hash: str | None = None,
         threads: int | None = None,
         preset: str | None = None,
-    ) -> list[Record]:
+    ) -> list[TuningRecord]:
         """Usable records (of one workload, if given), in the order they were appended.
 
         With `threads`, only records tuned for that many threads (a record without the field was
@@ -569,16 +401,14 @@ class Database:
         """
         out, stale_space = [], 0
         for r in self._records:
-            if workload_key is not None and r["workload_key"] != workload_key:
+            if workload_key is not None and r.workload.key != workload_key:
                 continue
-            if threads is not None and r.get("threads", 1) != threads:
+            if threads is not None and r.threads != threads:
                 continue
-            if space_hash is not None and r.get("preset") != preset:
+            if space_hash is not None and r.preset != preset:
                 continue
-            want = (
-                space_hash if space_hash is not None else self.space_hashes.get(r["workload_key"])
-            )
-            if want is not None and r["space_hash"] != want:
+            want = space_hash if space_hash is not None else self.space_hashes.get(r.workload.key)
+            if want is not None and r.space_hash != want:
                 stale_space += 1
                 continue
             out.append(r)
@@ -598,7 +428,7 @@ class Database:
         space_hash: str | None = None,
         threads: int | None = None,
         preset: str | None = None,
-    ) -> Record | None:
+    ) -> TuningRecord | None:
         """The fastest successful record of a workload (lowest comparable cost), or None."""
         ok = self.ranked(workload_key, space_hash, threads, preset)
         return ok[0] if ok else None
@@ -609,7 +439,7 @@ class Database:
         space_hash: str | None = None,
         threads: int | None = None,
         preset: str | None = None,
-    ) -> list[Record]:
+    ) -> list[TuningRecord]:
         """The successful records of a workload, fastest first (by `comparable_costs`)."""
         found = self.records(workload_key, space_hash, threads, preset)
         ok = [(c, i) for i, c in enumerate(comparable_costs(found)) if math.isfinite(c)]
@@ -617,10 +447,10 @@ class Database:
 
     def measured_keys(self, workload_key: str, space_hash: str | None = None) -> set[str]:
         """Config keys already measured for a workload, failures included (never measure twice)."""
-        return {config_key(r["config"]) for r in self.records(workload_key, space_hash)}
+        return {r.config_key for r in self.records(workload_key, space_hash)}
 
     def workloads(self) -> set[str]:
-        return {r["workload_key"] for r in self.records()}
+        return {r.workload.key for r in self.records()}
 
     def __len__(self) -> int:
         return len(self.records())
@@ -746,28 +576,27 @@ class Database:
         finally:
             os.close(fd)
 
-    def append(self, record: Record) -> None:
+    def append(self, record: TuningRecord) -> None:
         """Write one record as one line, then fsync: it survives a SIGKILL right after.
 
-        Missing `compiler_version`, `target` (this host) and `timestamp` are filled in. A record
-        that readers would skip (validate_record) is refused with ValueError."""
-        record = dict(record)
-        record.setdefault("compiler_version", self.version)
-        if "target" not in record:
-            record["target"] = host_target()
-        record.setdefault("timestamp", time.time())
+        Missing (None) `compiler_version`, `target` (this host) and `timestamp` are filled in.
+        A record that readers would skip (validate_record) is refused with ValueError."""
+        obj = record.to_json()
+        obj.setdefault("compiler_version", self.version)
+        obj.setdefault("target", host_target())
+        obj.setdefault("timestamp", time.time())
         try:
-            text = json.dumps(record, sort_keys=True, allow_nan=False)
+            text = json.dumps(obj, sort_keys=True, allow_nan=False)
         except ValueError as e:
             raise ValueError(f"record cannot be written: {e}") from None
-        written = json.loads(text)
-        why = validate_record(written)
-        if why is not None:
-            raise ValueError(f"record cannot be written: {why}")
+        try:  # what readers will read: kept as they will see it
+            written = TuningRecord.from_json(json.loads(text))
+        except RecordError as e:
+            raise ValueError(f"record cannot be written: {e}") from None
         self._append_line((text + "\n").encode())
         self._keep(written)
 
-    def extend(self, records: Iterable[Record]) -> None:
+    def extend(self, records: Iterable[TuningRecord]) -> None:
         for r in records:
             self.append(r)
 
@@ -779,7 +608,6 @@ __all__ = [
     "DatabaseError",
     "compiler_version",
     "config_key",
-    "make_record",
     "record_cost",
     "comparable_costs",
     "validate_record",

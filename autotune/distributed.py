@@ -25,7 +25,7 @@ the tuner each present a certificate signed by that CA, and strangers cannot con
     ziggurat tune model.onnx --trials 1000 --db tune.jsonl --dask tls://SCHEDULER_IP:8786 \
         --dask-tls-ca ca.pem --dask-tls-cert client.pem --dask-tls-key client-key.pem
 
-or from Python: `tune_task(..., measure_fn=DaskMeasurer("tls://...", security=tls_security(...)))`.
+or from Python: `tune_task(..., measurer=DaskMeasurer("tls://...", security=tls_security(...)))`.
 A plain tcp:// scheduler on another machine is refused unless `allow_insecure` (`--dask-insecure`).
 
 A measurement is a function of (task, candidate passes, target) only, so a batch can be measured
@@ -625,7 +625,7 @@ def common_target(targets: Mapping[str, Mapping[str, str]]) -> dict[str, str]:
 
 
 class DaskMeasurer:
-    """`measure_fn` for `tune_task`: measures each batch on the workers of a dask cluster.
+    """A Measurer for `tune_task`: measures each batch on the workers of a dask cluster.
 
     `cluster` is a scheduler address ("tls://host:8786") or a `distributed.Client` (its scheduler
     and security are used; it is left open). `security` is a `distributed.Security` (see

@@ -1,6 +1,6 @@
 """The search space of one kernel's anchor generic on a GPU target: `#sched.schedule` values
-read with GPU meanings (passes/schedule/gpu_rules.py), with SearchSpace's interface so that
-tune_task and the searchers take either.
+read with GPU meanings (passes/schedule/gpu_rules.py), a KnobSpace (knob_space.py) as the CPU's
+SearchSpace is, so that tune_task and the searchers take either.
 
 A config is a small JSON-serializable dict (keys in sorted order):
 
@@ -29,7 +29,6 @@ space yields needs measuring to find out it is illegal (check_gpu_schedule passe
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import itertools
 import json
 import math
@@ -37,7 +36,7 @@ import random
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from autotune.space import schedule_passes, where_option
+from autotune.knob_space import Knob, KnobSpace, schedule_passes, where_option
 from dialects.sched import Schedule
 from passes.analysis.kernel_access import KernelInfo
 from passes.schedule.gpu_default import gpu_default_schedule
@@ -55,8 +54,6 @@ OUTER_STAGE_DEPTHS = (1, 2, *STAGE_DEPTHS)
 input channels of a whole window)."""
 
 Config = dict[str, Any]
-Knob = tuple[str, int]
-"""A knob of the walk: (config key, loop) with loop -1 for the knobs that are not per loop."""
 KEYS = ("block", "pack", "reg", "split", "unroll", "vector", "width")
 
 
@@ -65,19 +62,13 @@ def _element_bytes(info: KernelInfo, i: int) -> int:
     return max(getattr(elem, "bitwidth", 32) // 8, 1)
 
 
-class GpuSearchSpace:
-    """Knobs and their candidates for one kernel on one GPU target."""
-
-    threads = 1
-    """Host threads: a GPU schedule has none of its own (SearchSpace's interface)."""
+class GpuSearchSpace(KnobSpace):
+    """Knobs and their candidates for one kernel on one GPU target (host threads: 1, a GPU
+    schedule has none of its own)."""
 
     def __init__(self, info: KernelInfo, target: GpuTarget):
-        self.info = info
+        super().__init__(info)
         self.target = target
-        self.n = info.num_loops
-        self.extents = list(info.extents)
-        self.parallel = info.parallel_loops
-        self.reductions = info.reduction_loops
         self.order = tuple(self.parallel + self.reductions)
         self.default = gpu_default_schedule(info, target)
         self.out_bytes = _element_bytes(info, len(info.accesses) - 1)
@@ -281,7 +272,7 @@ class GpuSearchSpace:
 
         return self._walk(choose, self._steps(self.parallel, self.parallel))
 
-    # -- SearchSpace's interface ------------------------------------------------------------
+    # -- KnobSpace's interface ----------------------------------------------------------------
 
     def sample(self, rng: random.Random) -> Config:
         reg_loops, block_loops = list(self.parallel), list(self.parallel)
@@ -291,15 +282,15 @@ class GpuSearchSpace:
         assert cfg is not None
         return cfg
 
-    def mutate(self, config: Config, rng: random.Random) -> Config:
-        """A neighbour: one knob changed (the knobs after it repaired when they must be)."""
-        knobs = self._steps(self.parallel, self.parallel)
-        rng.shuffle(knobs)
-        for knob in knobs:
-            new = self._project(config, knob, rng)
-            if new is not None:
-                return new
-        cfg = self._project(config)  # a space of one config
+    def _mutation_knobs(self) -> list[Knob]:
+        return self._steps(self.parallel, self.parallel)
+
+    def _mutate_knob(self, config: Config, knob: Knob, rng: random.Random) -> Config | None:
+        """The knobs after `knob` in the walk are repaired when they must be."""
+        return self._project(config, knob, rng)
+
+    def _canonical(self, config: Config) -> Config:
+        cfg = self._project(config)
         assert cfg is not None
         return cfg
 
@@ -336,9 +327,6 @@ class GpuSearchSpace:
             return False
         return True
 
-    def key(self, config: Config) -> str:
-        return json.dumps(config, sort_keys=True, separators=(",", ":"))
-
     def to_schedule(self, config: Config) -> Schedule:
         e = self.extents
         tile = tuple(
@@ -368,8 +356,8 @@ class GpuSearchSpace:
             passes.append(f"split-reduction{{threads={s.split}{where}}}")
         return passes
 
-    def space_hash(self) -> str:
-        definition = {
+    def definition(self) -> dict[str, Any]:
+        return {
             "version": GPU_SPACE_VERSION,
             "target": dataclasses.asdict(self.target),
             "extents": self.extents,
@@ -381,7 +369,6 @@ class GpuSearchSpace:
             "splits": self.splits,
             "packs": self.packs,
         }
-        return hashlib.sha256(json.dumps(definition, sort_keys=True).encode()).hexdigest()
 
     def default_config(self) -> Config:
         """gpu_default_schedule projected onto the space (the same mapping onto blocks and

@@ -27,7 +27,8 @@ from typing import Any
 import onnx
 
 from autotune.apply_pass import tuned_schedules
-from autotune.database import Database, host_target, make_record, record_cost
+from autotune.database import Database, compiler_version, host_target
+from autotune.record import TuningRecord, Workload
 from compiler import zoo
 from compiler.benchmark import time_interleaved
 from compiler.frontend.onnx import load_model
@@ -95,17 +96,16 @@ def choose_layout(
     key = model_key(proto)
     db = Database(db_path)
     for c, t in best.items():
-        record = make_record(
-            workload_key=key,
-            task_name=f"layout of {proto.graph.name or 'model'}",
+        record = TuningRecord.new(
+            Workload(key, f"layout of {proto.graph.name or 'model'}"),
+            LAYOUT_SPACE,
+            {"block": width if c == "auto" else layout_block(c)},
+            layout_passes(c),
+            [float(t)],
+            threads=threads,
             target=host_target(),
-            space_hash=LAYOUT_SPACE,
-            config={"block": width if c == "auto" else layout_block(c)},
-            passes=layout_passes(c),
-            costs=[t],
-            error_kind=None,
+            compiler_version=compiler_version(),
         )
-        record["threads"] = threads
         db.append(record)
     timings = sorted((LayoutTiming(c, t) for c, t in best.items()), key=lambda x: x.seconds)
     return timings[0].layout, timings
@@ -121,12 +121,10 @@ def tuned_layout(db_path: str | None, model: Any, threads: int = 1) -> str | Non
     with warnings.catch_warnings():  # the schedules' pass reads this database too and warns
         warnings.simplefilter("ignore")  # about its bad records once
         found = Database(db_path).records(model_key(proto), LAYOUT_SPACE, threads)
-    records = [
-        r for r in found if r.get("target", {}).get("cpu") == cpu and record_cost(r) < float("inf")
-    ]
+    records = [r for r in found if (r.target or {}).get("cpu") == cpu and r.ok]
     if not records:
         return None
-    block = min(records, key=record_cost)["config"].get("block")
+    block = min(records, key=lambda r: r.cost).config.get("block")
     return layout_name(block) if isinstance(block, int) else None
 
 

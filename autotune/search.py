@@ -23,16 +23,17 @@ import heapq
 import math
 import random
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol
+from typing import Protocol
 
 import numpy as np
 
-Config = dict[str, Any]
+from autotune.record import Config
+
 FeaturesFn = Callable[[Sequence[Config]], np.ndarray]
 
 
 class Space(Protocol):
-    """What the search needs from `autotune.space.SearchSpace`."""
+    """What the search needs from a space (autotune/knob_space.py's KnobSpace)."""
 
     def sample(self, rng: random.Random) -> Config: ...
 

@@ -22,12 +22,14 @@ max_accumulators(cpu) register-tile accumulators, and replays as those passes' s
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import json
 import math
 import random
+from collections.abc import Iterator
+from typing import Any
 
+from autotune.knob_space import Knob, KnobSpace, schedule_passes, where_option
 from dialects.sched import Schedule
 from passes.analysis.kernel_access import KernelInfo
 from passes.schedule.cpu_target import CpuTarget, cpu_target
@@ -55,34 +57,8 @@ def max_accumulators(cpu: CpuTarget) -> int:
 Config = dict[str, list[int] | int]
 
 
-def where_option(op_index: int, kernel: str = "") -> str:
-    """The options that aim a schedule pass at one anchor: ` op=N [kernel="K"]`."""
-    return f" op={op_index}" + (f' kernel="{kernel}"' if kernel else "")
-
-
-def schedule_passes(s: Schedule, op_index: int, kernel: str = "") -> list[str]:
-    """The loop-knob passes that set `s`'s vector loop, register tile, tiles, order and packed
-    operands on the anchor, whatever schedule it had: what a record replays (every space's
-    to_passes starts from these)."""
-    where = where_option(op_index, kernel)
-
-    def ints(xs: tuple[int, ...]) -> str:
-        return ",".join(str(x) for x in xs)
-
-    # vectorize first: it rounds the vector loop's register tile, which unroll-jam then sets
-    vec = f"dim={s.vector} width={s.width}" if s.vector >= 0 else "dim=-1"
-    pack = f"operands={ints(s.pack)}{where}" if s.pack else where.strip()
-    return [
-        f"vectorize{{{vec}{where}}}",
-        f"unroll-jam{{factors={ints(s.unroll)}{where}}}",
-        f"tile{{sizes={ints(s.tile)}{where}}}",
-        f"interchange{{order={ints(s.order)}{where}}}",
-        f"pack{{{pack}}}",
-    ]
-
-
-class SearchSpace:
-    """Knobs and their candidates, built from the anchor's KernelInfo."""
+class SearchSpace(KnobSpace):
+    """Knobs and their candidates on the CPU, built from the anchor's KernelInfo."""
 
     def __init__(
         self,
@@ -91,15 +67,11 @@ class SearchSpace:
         threads: int = 1,
         cpu: CpuTarget | None = None,
     ):
-        self.info = info
+        super().__init__(info)
         self.width = width or host_vector_width()
         self.cpu = (cpu or cpu_target()).with_width(self.width)
         self.max_accumulators = max_accumulators(self.cpu)
         self.threads = max(1, threads)
-        self.n = info.num_loops
-        self.extents = list(info.extents)
-        self.parallel = info.parallel_loops
-        self.reductions = info.reduction_loops
         self.default = default_schedule(info, self.width, self.cpu)
         self.threaded_default = parallel_schedule(self.default, info, self.threads)
         # each knob's candidates, as passes/schedule/space.py enumerates them
@@ -250,9 +222,8 @@ class SearchSpace:
         if tile[d] not in self.tile_candidates(d, reg[d]):
             tile[d] = 0
 
-    def mutate(self, config: Config, rng: random.Random) -> Config:
-        """A neighbour: one knob changed (a dependent knob is repaired when it must be)."""
-        knobs: list[tuple[str, int]] = []
+    def _mutation_knobs(self) -> list[Knob]:
+        knobs: list[Knob] = []
         if len(self.vectors) > 1:
             knobs.append(("vector", -1))
         for d in self.parallel:
@@ -267,67 +238,66 @@ class SearchSpace:
             knobs.append(("parallel", -1))
         if len(self.packs) > 1:
             knobs.append(("pack", -1))
-        rng.shuffle(knobs)
-        for knob, d in knobs:
-            cfg = json.loads(json.dumps(config))
-            reg, tile = cfg["reg"], cfg["tile"]
-            if knob == "vector":
-                old = cfg["vector"]
-                cfg["vector"] = rng.choice([x for x in self.vectors if x != old])
-                new = cfg["vector"]
-                for e in (old, new):
-                    if e >= 0:
-                        # keep the number of register-tile steps along the loop when possible
-                        steps = reg[e] // self.width if e == old else reg[e]
-                        self._fix_loop(
-                            cfg, e, rng, prefer=steps * self.width if e == new else steps
-                        )
-                if old >= 0:  # the old loop may still exceed the budget with the new vector loop
-                    self._fix_loop(cfg, old, rng)
-                if new >= 0:
-                    self._fix_loop(cfg, new, rng)
-                return self._canonical(cfg)
-            if knob == "reg":
-                v = cfg["vector"]
-                others = math.prod(self.acc_factor(e, reg[e], v) for e in self.parallel if e != d)
-                cands = [
-                    r
-                    for r in self.reg_candidates(d, v)
-                    if r != reg[d] and others * self.acc_factor(d, r, v) <= self.max_accumulators
-                ]
-                if not cands:
-                    continue
-                reg[d] = rng.choice(cands)
-                if tile[d] not in self.tile_candidates(d, reg[d]):
-                    tile[d] = 0
-                return self._canonical(cfg)
-            if knob == "tile":
-                cands = [t for t in self.tile_candidates(d, reg[d]) if t != tile[d]]
-                if not cands:
-                    continue
-                tile[d] = rng.choice(cands)
-                return self._canonical(cfg)
-            if knob == "unroll":
-                cfg["unroll"] = rng.choice([u for u in self.unrolls if u != cfg["unroll"]])
-                return self._canonical(cfg)
-            if knob == "order":
-                cfg["order"] = rng.choice([o for o in self.orders if o != cfg["order"]])
-                return self._canonical(cfg)
-            if knob == "pack":
-                packs = [p for p in self.pack_choices(tile) if p != cfg["pack"]]
-                if not packs:
-                    continue
-                cfg["pack"] = rng.choice(packs)
-                return self._canonical(cfg)
-            if knob == "parallel":
-                cands = [p for p in self.parallel_choices(cfg["order"]) if p != cfg["parallel"]]
-                if not cands:
-                    continue
-                cfg["parallel"] = rng.choice(cands)
-                return self._canonical(cfg)
-        return self._canonical(json.loads(json.dumps(config)))  # a space of one config
+        return knobs
 
-    def configs(self):
+    def _mutate_knob(self, config: Config, knob: Knob, rng: random.Random) -> Config | None:
+        name, d = knob
+        cfg = json.loads(json.dumps(config))
+        reg, tile = cfg["reg"], cfg["tile"]
+        if name == "vector":
+            old = cfg["vector"]
+            cfg["vector"] = rng.choice([x for x in self.vectors if x != old])
+            new = cfg["vector"]
+            for e in (old, new):
+                if e >= 0:
+                    # keep the number of register-tile steps along the loop when possible
+                    steps = reg[e] // self.width if e == old else reg[e]
+                    self._fix_loop(cfg, e, rng, prefer=steps * self.width if e == new else steps)
+            if old >= 0:  # the old loop may still exceed the budget with the new vector loop
+                self._fix_loop(cfg, old, rng)
+            if new >= 0:
+                self._fix_loop(cfg, new, rng)
+            return self._canonical(cfg)
+        if name == "reg":
+            v = cfg["vector"]
+            others = math.prod(self.acc_factor(e, reg[e], v) for e in self.parallel if e != d)
+            cands = [
+                r
+                for r in self.reg_candidates(d, v)
+                if r != reg[d] and others * self.acc_factor(d, r, v) <= self.max_accumulators
+            ]
+            if not cands:
+                return None
+            reg[d] = rng.choice(cands)
+            if tile[d] not in self.tile_candidates(d, reg[d]):
+                tile[d] = 0
+            return self._canonical(cfg)
+        if name == "tile":
+            cands = [t for t in self.tile_candidates(d, reg[d]) if t != tile[d]]
+            if not cands:
+                return None
+            tile[d] = rng.choice(cands)
+            return self._canonical(cfg)
+        if name == "unroll":
+            cfg["unroll"] = rng.choice([u for u in self.unrolls if u != cfg["unroll"]])
+            return self._canonical(cfg)
+        if name == "order":
+            cfg["order"] = rng.choice([o for o in self.orders if o != cfg["order"]])
+            return self._canonical(cfg)
+        if name == "pack":
+            packs = [p for p in self.pack_choices(tile) if p != cfg["pack"]]
+            if not packs:
+                return None
+            cfg["pack"] = rng.choice(packs)
+            return self._canonical(cfg)
+        # the parallel knob
+        cands = [p for p in self.parallel_choices(cfg["order"]) if p != cfg["parallel"]]
+        if not cands:
+            return None
+        cfg["parallel"] = rng.choice(cands)
+        return self._canonical(cfg)
+
+    def configs(self) -> Iterator[Config]:
         """Every config of the space (for small spaces: the search enumerates them at the end)."""
         for v in self.vectors:
             per_loop = []
@@ -356,6 +326,7 @@ class SearchSpace:
                                 yield self._make(v, reg, tile, unroll, order, parallel, pack)
 
     def _canonical(self, cfg: Config) -> Config:
+        """`cfg` rebuilt by _make (fresh lists; a pack its tiles outgrew, shrunk)."""
         v, reg, tile, unroll, order = (cfg[k] for k in ("vector", "reg", "tile", "unroll", "order"))
         parallel, pack = cfg.get("parallel", 0), cfg.get("pack")
         assert isinstance(v, int) and isinstance(reg, list) and isinstance(tile, list)
@@ -396,9 +367,6 @@ class SearchSpace:
                 return False
         return self.accumulators(config) <= self.max_accumulators
 
-    def key(self, config: Config) -> str:
-        return json.dumps(config, sort_keys=True, separators=(",", ":"))
-
     def to_schedule(self, config: Config) -> Schedule:
         v, reg, tile, unroll, order = (
             config[k] for k in ("vector", "reg", "tile", "unroll", "order")
@@ -422,8 +390,8 @@ class SearchSpace:
             passes.append(f"parallelize{{loops={s.parallel}{where_option(op_index, kernel)}}}")
         return passes
 
-    def space_hash(self) -> str:
-        definition = {
+    def definition(self) -> dict[str, Any]:
+        definition: dict[str, Any] = {
             "version": SPACE_VERSION,
             "width": self.width,
             "max_accumulators": self.max_accumulators,
@@ -439,7 +407,7 @@ class SearchSpace:
         }
         if self.threads > 1:
             definition["threads"] = self.threads
-        return hashlib.sha256(json.dumps(definition, sort_keys=True).encode()).hexdigest()
+        return definition
 
     def default_config(self) -> Config:
         """The analytic default schedule (parallelized in a threaded space), projected onto the space."""

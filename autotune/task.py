@@ -18,6 +18,7 @@ from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.dialects.linalg import ops as linalg
 from xdsl.parser import Parser
 
+from autotune.record import Workload
 from autotune.space import SPACE_VERSION
 from compiler.model import import_model, lower
 from compiler.pass_runner import make_context
@@ -37,6 +38,11 @@ class Task:
     flops: float  # per call: 2 * multiply-adds of the anchor (its iteration count if no reduction)
     name: str  # readable, e.g. "conv 1x64x56x56 k3x3 (kernel_2)"
     anchor: int  # index of the anchor among the kernel's generics (the `op=N` of the passes)
+
+    @property
+    def workload(self) -> Workload:
+        """What its tuning records say they measured."""
+        return Workload(self.workload_key, self.name, self.flops)
 
 
 KERNEL_SYMBOL = "kernel"

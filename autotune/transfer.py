@@ -16,7 +16,7 @@ import numpy as np
 
 from autotune.cost_model import XGBCostModel
 from autotune.database import Database
-from autotune.tuning_target import TuningTarget
+from autotune.tuning_target import CpuTuningTarget, TuningTarget
 
 
 def task_training_rows(
@@ -24,20 +24,20 @@ def task_training_rows(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Feature rows and GFLOP/s labels (0 for failures) of one task's records in `db` (on
     `target`: its space and features; the CPU with `threads` by default)."""
-    target = target or TuningTarget(threads=threads)
+    target = target or CpuTuningTarget(threads)
     threads = target.threads
     space = target.space(info)
     records = [
         r
         for r in db.records(workload_key, space.space_hash(), threads, target.record_preset)
-        if r.get("config") is not None and target.accepts(r)
+        if target.accepts(r)
     ]
     if not records:
         return np.zeros((0, 0), np.float32), np.zeros(0)
-    X = target.features(info, [space.to_schedule(r["config"]) for r in records])
+    X = target.features(info, [space.to_schedule(r.config) for r in records])
     y = np.array(
         [
-            0.0 if r.get("error_kind") or not r.get("costs") else r["flops"] / min(r["costs"]) / 1e9
+            0.0 if r.error_kind or not r.costs else r.workload.flops / min(r.costs) / 1e9
             for r in records
         ]
     )

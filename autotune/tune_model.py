@@ -11,11 +11,12 @@ import sys
 from dataclasses import dataclass, field
 
 from autotune.database import Database
+from autotune.measure.interfaces import Measurer
 from autotune.task import Task, anchor_info
 from autotune.task_scheduler import GradientTaskScheduler
 from autotune.transfer import transfer_model
 from autotune.tuner import TaskTuneResult, print_progress, tune_task
-from autotune.tuning_target import TuningTarget
+from autotune.tuning_target import CpuTuningTarget, TuningTarget
 from compiler.errors import ZigguratError
 
 
@@ -55,19 +56,19 @@ def tune_tasks(
     only_missing: bool = False,
     progress: bool = True,
     transfer: bool = False,
-    measure_fn=None,
+    measurer: Measurer | None = None,
     threads: int = 1,
     target: TuningTarget | None = None,
 ) -> ModelTuneSummary:
     """Spend `trials` measurements over `tasks` (those without records only, if `only_missing`).
 
     With `transfer`, each task's xgb model starts from one pretrained on the other tasks' records
-    in the database (autotune/transfer.py). `measure_fn` replaces `measure.measure` (e.g. an
-    `autotune.distributed.DaskMeasurer`, whose `.target` the records then carry). `threads` > 1
+    in the database (autotune/transfer.py). `measurer` replaces the target's measurement here
+    (e.g. an `autotune.distributed.DaskMeasurer`, whose `.target` the records then carry). `threads` > 1
     tunes the `parallel` knob too, measuring on that many threads; `target` tunes for a GPU
     (autotune/tuning_target.py) instead.
     """
-    target = target or TuningTarget(threads=threads)
+    target = target or CpuTuningTarget(threads)
     threads = target.threads
     db = Database(db_path)
     infos = {t.workload_key: anchor_info(t) for t in tasks}
@@ -110,7 +111,7 @@ def tune_tasks(
             task_count=len(tasks),
             progress=print_progress if progress else None,
             base_model=base,
-            measure_fn=measure_fn,
+            measurer=measurer,
             target=target,
         )
         used = len(result.curve)

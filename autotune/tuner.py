@@ -11,20 +11,20 @@ import random
 import sys
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 import numpy as np
 
 import autotune.measure  # `autotune.measure.measure` looked up per call: tests replace it
 from autotune.cost_model import XGBCostModel
 from autotune.database import Database, comparable_costs
-from autotune.measure import MeasureResult, cpu_peak_flops, gpu_peak_flops, implausible
+from autotune.knob_space import KnobSpace
+from autotune.measure import Measurer, MeasureResult, implausible
+from autotune.record import TUNER, WORKERS, Config, TuningRecord
 from autotune.search import RandomSearch, SearchStrategy, SimulatedAnnealing
-from autotune.space import SearchSpace
 from autotune.task import Task
-from autotune.tuning_target import CPU, TuningTarget
+from autotune.tuning_target import CPU, CpuTuningTarget, TuningTarget
 
 
 @dataclass
@@ -58,46 +58,39 @@ class TuneProgress:
 class TaskTuneResult:
     task: Task
     best_gflops: float
-    best_config: dict | None
+    best_config: Config | None
     curve: list[float] = field(default_factory=list)  # best-so-far GFLOP/s after each trial
     # the best record's time over the default schedule's timed beside it (None: not paired);
     # at 1 or more, compiling with the database keeps the default (apply_pass.beats_default)
     vs_default: float | None = None
 
 
-def make_record(task: Task, space: SearchSpace, config: dict, result) -> dict:
-    """One database record (autotune/database.py adds the target and the compiler version)."""
-    return {
-        "workload_key": task.workload_key,
-        "task_name": task.name,
-        "space_hash": space.space_hash(),
-        "config": config,
-        "passes": space.to_passes(config, task.anchor),
-        "costs": list(result.costs),
-        **({"baseline_costs": list(result.baseline_costs)} if result.baseline_costs else {}),
-        "error_kind": result.error_kind,
-        "error": result.error,
-        "flops": task.flops,
-        "threads": space.threads,
-        "timestamp": time.time(),
-    }
-
-
-TIMED_ON = "timed_on"
-"""The field of a remote tune's successful records that says where its costs were timed: TUNER
-(re-timed on this machine's device before it could rank as the best) or WORKERS (the workers'
-word, never ranked above the tuner's own timings: see tune_task)."""
-TUNER, WORKERS = "tuner", "workers"
+def measured_record(
+    task: Task, space: KnobSpace, config: Config, result: MeasureResult
+) -> TuningRecord:
+    """The record of `result`, the measurement of `config` (autotune/database.py adds the
+    target and the compiler version)."""
+    return TuningRecord.new(
+        task.workload,
+        space.space_hash(),
+        config,
+        space.to_passes(config, task.anchor),
+        result.costs,
+        result.error_kind,
+        result.error,
+        baseline_costs=result.baseline_costs,
+        threads=space.threads,
+    )
 
 
 def recheck_locally(
     task: Task,
     passes: list[str],
-    result,
-    measure: Callable,
-    measure_kwargs: dict | None = None,
+    result: MeasureResult,
+    measure: Callable[..., list[MeasureResult]],
+    measure_kwargs: Mapping[str, object] | None = None,
     threads: int = 1,
-):
+) -> MeasureResult:
     """A remote success about to become the task's best, measured again here: `compile` applies
     the best record, so a worker that lies about correctness or speed must not set it. The result
     is this machine's measurement (checked against the reference, timed beside the default
@@ -126,35 +119,17 @@ def recheck_locally(
     return MeasureResult(list(result.costs), "wrong_result", why, result.build_s, result.run_s)
 
 
-def remote_peak_flops(measure_fn: Any, target: TuningTarget) -> float | None:
-    """The most FLOP/s a remote measurer's device could reach (autotune/measure/peak.py): its
-    workers' device on a GPU target, else `target.threads` cores of its workers' CPU (`.target`
-    features; this host's without them)."""
-    if target.is_gpu:
-        device = getattr(measure_fn, "device", None) or target.record_fields().get("device")
-        return gpu_peak_flops(device) if isinstance(device, dict) else None
-    where = getattr(measure_fn, "target", None)
-    features = where.get("features") if isinstance(where, dict) else None
-    return cpu_peak_flops(target.threads, features if isinstance(features, str) else None)
-
-
-def _paired_ok(r: dict) -> bool:
-    return r.get("error_kind") is None and bool(r.get("costs")) and bool(r.get("baseline_costs"))
-
-
-def rescaled_to_tuner(records: list[dict], costs: list[float]) -> list[float]:
+def rescaled_to_tuner(records: list[TuningRecord], costs: list[float]) -> list[float]:
     """`comparable_costs` of the records of one task, the paired ones rescaled to the least
     baseline of the records timed here (TIMED_ON not WORKERS): comparable_costs scales them to
     the least baseline of all, and a worker's baselines must not set the GFLOP/s the tuner
     shows. The same factor for every paired record: their order is the database's."""
-    base = [min(r["baseline_costs"]) for r in records if _paired_ok(r)]
-    here = [
-        min(r["baseline_costs"]) for r in records if _paired_ok(r) and r.get(TIMED_ON) != WORKERS
-    ]
+    base = [min(r.baseline_costs) for r in records if r.paired]
+    here = [min(r.baseline_costs) for r in records if r.paired and r.timed_on != WORKERS]
     if not base or not here:
         return costs
     f = min(here) / min(base)
-    return [c * f if _paired_ok(r) else c for r, c in zip(records, costs, strict=True)]
+    return [c * f if r.paired else c for r, c in zip(records, costs, strict=True)]
 
 
 def print_progress(p: TuneProgress) -> None:
@@ -173,8 +148,8 @@ def tune_task(
     task_index: int = 0,
     task_count: int = 1,
     progress: Callable[[TuneProgress], None] | None = print_progress,
-    measure_fn: Callable | None = None,
-    base_model=None,
+    measurer: Measurer | None = None,
+    base_model: XGBCostModel | None = None,
     start_with_default: bool = True,
     threads: int = 1,
     target: TuningTarget | None = None,
@@ -186,53 +161,55 @@ def tune_task(
     `start_with_default=False` leaves out the default schedule as the first trial (search
     experiments measure the search, not the default-schedule heuristic). With `threads` > 1 the
     space has the `parallel` knob and candidates run on that many threads. `target` (a GPU one:
-    autotune/tuning_target.py) replaces the CPU's space, features and measurement.
+    autotune/tuning_target.py) replaces the CPU's space, features and measurement. `measurer`
+    (autotune/measure/interfaces.py) measures the candidates (default: the target's, here).
 
-    A remote `measure_fn` (`remote = True`: autotune/distributed.py) is not trusted with the
+    A remote `measurer` (`remote`: autotune/distributed.py) is not trusted with the
     best record: a timing beyond its device's peak is refused (`implausible_timing`), and a
     success that would rank above every record timed here is measured again on this machine
     (`recheck_locally`) and recorded with this machine's costs (TIMED_ON: TUNER); the others
     keep the workers' (WORKERS), and the GFLOP/s shown are on this machine's scale
     (`rescaled_to_tuner`).
     """
-    target = target or TuningTarget(threads=threads)
+    target = target or CpuTuningTarget(threads)
     threads = target.threads
     measure = autotune.measure.measure
-    measure_fn = measure_fn or target.measure_fn()
-    peak = remote_peak_flops(measure_fn, target) if getattr(measure_fn, "remote", False) else None
+    measurer = measurer or target.measurer()
+    remote = measurer.remote
+    peak = target.peak_flops(measurer) if remote else None
     rng = random.Random(seed)
     space = target.space(info)
     known = [  # a hand-edited config outside the space is neither a feature row nor "measured"
         r
         for r in db.records(task.workload_key, space.space_hash(), threads, target.record_preset)
-        if space.contains(r["config"]) and target.accepts(r)
+        if space.contains(r.config) and target.accepts(r)
     ]
     records = list(known)  # and each new one: scored together (see scores)
     xs: list[np.ndarray] = []
 
-    def scores(*more: dict) -> list[float]:
+    def scores(*more: TuningRecord) -> list[float]:
         """GFLOP/s of every record (and `more`), from costs comparable across the host's phases
         (paired records: database.comparable_costs, on this machine's scale); 0 for a failure."""
         costs = rescaled_to_tuner([*records, *more], comparable_costs([*records, *more]))
         return [task.flops / c / 1e9 if c < float("inf") else 0.0 for c in costs]
 
-    def ranks_above_the_tuners(record: dict) -> bool:
+    def ranks_above_the_tuners(record: TuningRecord) -> bool:
         """Whether, with `record`, the best record would be one timed by the workers (it, or
         another whose order its baselines change)."""
         ys = scores(record)
         top = max(range(len(ys)), key=lambda i: (ys[i], -i))  # the first of equals, as ranked
-        return ys[top] > 0 and [*records, record][top].get(TIMED_ON) == WORKERS
+        return ys[top] > 0 and [*records, record][top].timed_on == WORKERS
 
-    def feats(configs):
+    def feats(configs: Sequence[Config]) -> np.ndarray:
         return target.features(info, [space.to_schedule(c) for c in configs])
 
     for r in known:
-        xs.append(feats([r["config"]])[0])
+        xs.append(feats([r.config])[0])
     ys = scores()
     curve: list[float] = []
     best = max(ys, default=0.0)
-    best_config = next((r["config"] for r, y in zip(known, ys) if y == best and y > 0), None)
-    measured = {space.key(r["config"]) for r in known}
+    best_config = next((r.config for r, y in zip(known, ys) if y == best and y > 0), None)
+    measured = {space.key(r.config) for r in known}
     model = None if tuner == "random" else XGBCostModel(seed=seed)  # random: no model
     if model is not None and base_model is not None:
         model.fit(np.zeros((0, 0)), np.zeros(0), base=base_model)
@@ -257,30 +234,28 @@ def tune_task(
             ]
         if not configs:
             break  # the space is exhausted
-        results = measure_fn(task, [space.to_passes(c, task.anchor) for c in configs])
+        results = measurer(task, [space.to_passes(c, task.anchor) for c in configs])
         # where they ran: a remote measurer (autotune.distributed) names its workers' target;
-        # None (measure.measure) leaves it to the database, which writes this host's
-        where = getattr(measure_fn, "target", None)
-        extra = target.record_fields()
-        remote = getattr(measure_fn, "remote", False)
+        # None (a LocalMeasurer) leaves it to the database, which writes this host's
+        where = measurer.target
         for config, result in zip(configs, results):
             if remote:  # a worker's word is not enough: a timing beyond the device is refused
                 result = implausible(result, task.flops, peak)
-                if target.is_gpu and result.baseline_costs:  # GPU timings are not paired here
+                if not target.pairs_baselines and result.baseline_costs:
                     result = replace(result, baseline_costs=[])
-            record = make_record(task, space, config, result)
+            record = measured_record(task, space, config, result)
             if remote and result.ok:
-                record[TIMED_ON] = WORKERS
+                record = replace(record, timed_on=WORKERS)
                 if ranks_above_the_tuners(record):  # measured again here, correctness and time
                     passes = space.to_passes(config, task.anchor)
-                    kwargs = getattr(measure_fn, "measure_kwargs", None)
+                    kwargs = measurer.measure_kwargs
                     result = recheck_locally(task, passes, result, measure, kwargs, threads)
-                    record = make_record(task, space, config, result)
+                    record = measured_record(task, space, config, result)
                     if result.ok:
-                        record[TIMED_ON] = TUNER
-            record.update(extra)
+                        record = replace(record, timed_on=TUNER)
+            record = target.stamp(record)
             if where is not None:
-                record["target"] = dict(where)
+                record = replace(record, target=dict(where))
             db.append(record)
             records.append(record)
             measured.add(space.key(config))
@@ -288,7 +263,7 @@ def tune_task(
             ys = scores()
             g, best = ys[-1], max(ys)
             if best > 0:
-                best_config = records[ys.index(best)]["config"]
+                best_config = records[ys.index(best)].config
             curve.append(best)
             done += 1
             if progress is not None:
@@ -302,6 +277,6 @@ def tune_task(
     vs_default = None
     if best > 0:
         top = records[ys.index(best)]
-        if top.get("baseline_costs"):
-            vs_default = min(top["costs"]) / min(top["baseline_costs"])
+        if top.baseline_costs:
+            vs_default = min(top.costs) / min(top.baseline_costs)
     return TaskTuneResult(task, best, best_config, curve, vs_default)

@@ -12,7 +12,8 @@ A measurement is a function of (task, candidate passes, target) only. On the CPU
 Failures are results (`error_kind`, one of ERROR_KINDS), never exceptions; when the reference
 itself cannot be built or run, no candidate of the task is run or counted as correct.
 
-interfaces.py holds the protocols (Builder, Runner, Checker), the records they pass, and how a
+interfaces.py holds the protocols (Builder, Runner, Checker; Measurer, what the tuning loop
+measures with, LocalMeasurer here and DaskMeasurer on a cluster), the records they pass, and how a
 GPU runner plugs in; compose.py composes them (`measure_with`), local.py is the measurement on
 this machine (`measure`); peak.py bounds what a device can do (remote timings beyond it are
 refused).
@@ -27,6 +28,10 @@ functions that need them import them when called.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from autotune.measure.builder import LocalBuilder, build
 from autotune.measure.checker import (
@@ -54,6 +59,7 @@ from autotune.measure.interfaces import (
     BuildResult,
     Check,
     Checker,
+    Measurer,
     MeasureResult,
     Reference,
     RunInputs,
@@ -68,6 +74,32 @@ from autotune.measure.local import measure
 from autotune.measure.peak import IMPLAUSIBLE, cpu_peak_flops, gpu_peak_flops, implausible
 from autotune.measure.runner import MIN_REPEAT_S, LocalRunner, default_runner
 from compiler.backends.llvm_cpu.jit import host_target
+
+if TYPE_CHECKING:
+    from autotune.task import Task
+
+
+@dataclass(frozen=True)
+class LocalMeasurer:
+    """A Measurer (interfaces.py) on this machine: `fn(task, candidates, **kwargs)`, `fn` being
+    this package's `measure` by default, looked up at each call (tests replace it). Defined here,
+    not in local.py: that lookup is of this package's name."""
+
+    fn: Callable[..., list[MeasureResult]] | None = None
+    kwargs: Mapping[str, Any] = field(default_factory=dict)
+
+    remote: ClassVar[bool] = False
+    target: ClassVar[None] = None  # this host's: the database writes it
+    device: ClassVar[None] = None
+
+    @property
+    def measure_kwargs(self) -> Mapping[str, Any]:
+        return self.kwargs
+
+    def __call__(self, task: Task, candidates: list[list[str]]) -> list[MeasureResult]:
+        fn = self.fn if self.fn is not None else measure  # this package's, as it is now
+        return fn(task, candidates, **self.kwargs)
+
 
 __all__ = [
     "DEFAULT_CHECKER",
@@ -87,8 +119,10 @@ __all__ = [
     "GpuBuilder",
     "GpuRunner",
     "LocalBuilder",
+    "LocalMeasurer",
     "LocalRunner",
     "MeasureResult",
+    "Measurer",
     "Reference",
     "ReferenceChecker",
     "RunInputs",

@@ -33,7 +33,7 @@ gpu_runner.py, composed with the CPU's reference in gpu_measure.py) for target '
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -278,3 +278,28 @@ class Checker(Protocol):
     ) -> str:
         """'' if `outputs` match the reference's, else which argument differs and how."""
         ...
+
+
+class Measurer(Protocol):
+    """What the tuning loop (autotune/tuner.py `tune_task`) measures candidates with: a batch of
+    one task's candidates (each a list of pass specs) in, one MeasureResult each out, in order.
+
+    `local.LocalMeasurer` measures on this machine; `distributed.DaskMeasurer` on a dask
+    cluster's workers. A `remote` measurer's word is checked by the tuner: a timing beyond its
+    device's peak is refused, and a new best is measured again here with `measure_kwargs`.
+    `target` is the host target ({cpu, features}) its records name (None: this host's, which
+    the database writes), `device` its workers' GPU (None: on the CPU, or this machine's)."""
+
+    @property
+    def remote(self) -> bool: ...
+
+    @property
+    def target(self) -> Mapping[str, str] | None: ...
+
+    @property
+    def device(self) -> Mapping[str, Any] | None: ...
+
+    @property
+    def measure_kwargs(self) -> Mapping[str, Any]: ...
+
+    def __call__(self, task: Task, candidates: list[list[str]]) -> list[MeasureResult]: ...

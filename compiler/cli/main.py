@@ -515,11 +515,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
         security = tls_security(*tls_files) if any(tls_files) else None
         measurer = DaskMeasurer(
             args.dask,
-            measure_kwargs=(
-                {"target": target.api, "preset": target.record_preset}
-                if target.is_gpu
-                else {"threads": args.threads}
-            ),
+            measure_kwargs=target.remote_measure_kwargs(),
             security=security,
             allow_insecure=args.dask_insecure,
         )
@@ -528,13 +524,9 @@ def cmd_tune(args: argparse.Namespace) -> int:
         on = measurer.device.get("name", "?") if measurer.device else measurer.target["cpu"]
         print(f"measuring on {measurer.n_workers} dask workers ({on})", file=sys.stderr)
     try:
-        layout = _tuning_layout(args, model, target.is_gpu)
+        layout = _tuning_layout(args, model, args.target != "cpu")
         tasks = extract_tasks(model, layout=layout)
-        where = (
-            f"{args.threads} thread(s)"
-            if not target.is_gpu
-            else f"{target.record_fields()['device'].get('name', args.target)} ({target.preset})"
-        )
+        where = target.describe()
         print(
             f"{len(tasks)} tasks; {args.trials} trials with the {args.tuner} tuner on {where}"
             f"{' with transfer learning' if args.transfer else ''}; records -> {args.db}",
@@ -546,7 +538,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
             args.trials,
             tuner=args.tuner,
             seed=args.seed,
-            measure_fn=measurer,
+            measurer=measurer,
             transfer=args.transfer,
             target=target,
         )

@@ -10,6 +10,7 @@ options and a missing database, or one that is no regular file, are one clear er
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import random
@@ -23,7 +24,8 @@ from xdsl.parser import Parser
 from xdsl.utils.exceptions import DiagnosticException
 
 from autotune.apply_pass import AutotunePass, autotune_stats
-from autotune.database import Database, make_record
+from autotune.database import Database, compiler_version
+from autotune.record import TuningRecord
 from autotune.registry import PASSES
 from autotune.space import SearchSpace
 from autotune.task import generics_of, task_from_function
@@ -100,19 +102,16 @@ def _database(path: Path) -> dict:
     db = Database(str(path))
 
     def record(config: dict, cost: float, **over: object) -> None:
-        r = make_record(
-            workload_key=task.workload_key,
-            task_name=task.name,
+        r = TuningRecord.new(
+            task.workload,
+            space.space_hash(),
+            config,
+            space.to_passes(config, task.anchor),
+            [cost],
             target={"cpu": "test"},
-            space_hash=space.space_hash(),
-            config=config,
-            passes=space.to_passes(config, task.anchor),
-            costs=[cost],
-            error_kind=None,
-            flops=task.flops,
+            compiler_version=compiler_version(),
         )
-        r.update(over)
-        db.append(r)
+        db.append(dataclasses.replace(r, **over))  # type: ignore[arg-type]
 
     best, slower, failed, old, other_space = configs
     record(best, 2e-5)

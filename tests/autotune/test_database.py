@@ -7,6 +7,7 @@ readers (`run`/`compile --db`) go on, writers (`tune`) say whom they wait for an
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import fcntl
 import json
@@ -35,16 +36,43 @@ from autotune.database import (
     comparable_costs,
     compiler_version,
     config_key,
-    make_record,
     validate_record,
 )
+from autotune.record import TuningRecord, Workload
 from compiler import zoo
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def rec(i: int, costs: list[float] | None = None, error_kind: str | None = None, **kw) -> dict:
-    r = make_record(
+def record_json(
+    *,
+    workload_key: str,
+    task_name: str,
+    target: dict[str, str],
+    space_hash: str,
+    config: Any,
+    passes: list[str],
+    costs: list[float],
+    error_kind: str | None,
+    error: str = "",
+    flops: float = 0.0,
+) -> dict:
+    """The JSON object of a new record of this compiler's version (TuningRecord.new)."""
+    return TuningRecord.new(
+        Workload(workload_key, task_name, flops),
+        space_hash,
+        config,
+        passes,
+        costs,
+        error_kind,
+        error,
+        target=target,
+        compiler_version=compiler_version(),
+    ).to_json()
+
+
+def rec_json(i: int, costs: list[float] | None = None, error_kind: str | None = None, **kw) -> dict:
+    r = record_json(
         workload_key=kw.pop("workload_key", "wk"),
         task_name="matmul",
         target={"cpu": "znver4", "features": "+avx512f"},
@@ -59,6 +87,12 @@ def rec(i: int, costs: list[float] | None = None, error_kind: str | None = None,
     return r
 
 
+def rec(
+    i: int, costs: list[float] | None = None, error_kind: str | None = None, **kw
+) -> TuningRecord:
+    return TuningRecord.from_json(rec_json(i, costs, error_kind, **kw))
+
+
 def test_append_records_best_round_trip(tmp_path: Path) -> None:
     db = Database(tmp_path / "db.jsonl")
     db.append(rec(3))
@@ -70,14 +104,14 @@ def test_append_records_best_round_trip(tmp_path: Path) -> None:
         warnings.simplefilter("error")
         again = Database(tmp_path / "db.jsonl")
         got = again.records("wk")
-        assert [r["config"]["tile"][0] for r in got] == [3, 1, 0, 2]
-        assert got[0] == json.loads(json.dumps(rec(3) | {"timestamp": got[0]["timestamp"]}))
+        assert [r.config["tile"][0] for r in got] == [3, 1, 0, 2]
+        assert got[0].to_json() == rec_json(3) | {"timestamp": got[0].timestamp}
         best = again.best("wk")
-        assert best is not None and best["config"]["tile"] == [1, 1]
+        assert best is not None and best.config["tile"] == [1, 1]
         assert again.best("missing") is None
-        assert again.measured_keys("wk") == {config_key(rec(i)["config"]) for i in (0, 1, 2, 3)}
+        assert again.measured_keys("wk") == {config_key(rec(i).config) for i in (0, 1, 2, 3)}
         assert again.workloads() == {"wk", "other"}
-    assert got[0]["compiler_version"] == compiler_version() != ""
+    assert got[0].compiler_version == compiler_version() != ""
 
 
 def test_paired_records_rank_by_their_ratio_to_the_baseline(tmp_path: Path) -> None:
@@ -91,11 +125,11 @@ def test_paired_records_rank_by_their_ratio_to_the_baseline(tmp_path: Path) -> N
     db.append(rec(3, costs=[0.5e-3], baseline_costs=fast, threads=2))  # another thread count
     db.append(rec(4, costs=[0.97e-3]))  # not paired: its own cost
     got = db.ranked("wk", threads=1)
-    assert [r["config"]["tile"][0] for r in got] == [1, 2, 4, 0]
+    assert [r.config["tile"][0] for r in got] == [1, 2, 4, 0]
     costs = comparable_costs(got)  # in the fast phase's seconds (its least baseline)
     assert costs == pytest.approx([0.9e-3, 0.95e-3, 0.97e-3, 1.0e-3])
     best = db.best("wk", threads=2)
-    assert best is not None and best["config"]["tile"] == [3, 1]
+    assert best is not None and best.config["tile"] == [3, 1]
     assert comparable_costs([rec(5, costs=[], error_kind="timeout", baseline_costs=slow)]) == [
         math.inf
     ]
@@ -111,11 +145,11 @@ def test_records_of_another_version_or_space_are_ignored_with_one_warning(tmp_pa
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         fresh = Database(path, space_hashes={"wk": "h1"})
-        assert [r["config"]["tile"][0] for r in fresh.records("wk")] == [1]
+        assert [r.config["tile"][0] for r in fresh.records("wk")] == [1]
         best = fresh.best("wk")
-        assert best is not None and best["config"]["tile"] == [1, 1]  # not the faster stale ones
+        assert best is not None and best.config["tile"] == [1, 1]  # not the faster stale ones
         assert len(fresh.measured_keys("wk")) == 1
-        assert [r["config"]["tile"][0] for r in fresh.records("wk", space_hash="old-space")] == [2]
+        assert [r.config["tile"][0] for r in fresh.records("wk", space_hash="old-space")] == [2]
     messages = [str(w.message) for w in caught]
     assert len(messages) == 1, messages
     assert "another compiler version" in messages[0] and "space hash" in messages[0]
@@ -125,27 +159,29 @@ def test_torn_last_line_is_ignored_by_readers_and_cut_by_the_next_writer(tmp_pat
     path = tmp_path / "db.jsonl"
     Database(path).append(rec(1))
     with open(path, "ab") as f:
-        f.write(json.dumps(rec(2)).encode()[:40])  # killed mid-write
+        f.write(json.dumps(rec_json(2)).encode()[:40])  # killed mid-write
     before = path.read_bytes()
     with pytest.warns(UserWarning, match="incomplete last line .*line 2"):
         db = Database(path)
-    assert [r["config"]["tile"][0] for r in db.records()] == [1]
+    assert [r.config["tile"][0] for r in db.records()] == [1]
     assert path.read_bytes() == before  # a reader never writes
     with pytest.warns(UserWarning, match="cut off an incomplete last line"):
         db.append(rec(3))
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no torn or malformed line is left
-        assert [r["config"]["tile"][0] for r in Database(path).records()] == [1, 3]
+        assert [r.config["tile"][0] for r in Database(path).records()] == [1, 3]
 
 
 def test_a_complete_last_record_without_its_newline_is_kept(tmp_path: Path) -> None:
     path = tmp_path / "db.jsonl"
-    path.write_text(json.dumps(rec(1)) + "\n" + json.dumps(rec(2)))  # e.g. written by hand
+    path.write_text(
+        json.dumps(rec_json(1)) + "\n" + json.dumps(rec_json(2))
+    )  # e.g. written by hand
     before = path.read_bytes()
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         db = Database(path)
-        assert [r["config"]["tile"][0] for r in db.records()] == [1, 2]
+        assert [r.config["tile"][0] for r in db.records()] == [1, 2]
         assert path.read_bytes() == before
         db.append(rec(3))  # starts on a line of its own
         lines = path.read_bytes().split(b"\n")
@@ -154,7 +190,7 @@ def test_a_complete_last_record_without_its_newline_is_kept(tmp_path: Path) -> N
             2,
             3,
         ]
-        assert [r["config"]["tile"][0] for r in Database(path).records()] == [1, 2, 3]
+        assert [r.config["tile"][0] for r in Database(path).records()] == [1, 2, 3]
 
 
 def _refuse_writes(
@@ -179,7 +215,7 @@ def test_a_read_only_database_with_a_torn_tail_loads(
     db.append(rec(1))
     db.append(rec(2))
     with open(path, "ab") as f:
-        f.write(json.dumps(rec(3)).encode()[:-7])
+        f.write(json.dumps(rec_json(3)).encode()[:-7])
     before = path.read_bytes()
     path.chmod(0o444)
     path.parent.chmod(0o555)
@@ -187,7 +223,7 @@ def test_a_read_only_database_with_a_torn_tail_loads(
         _refuse_writes(monkeypatch)
         with pytest.warns(UserWarning, match="incomplete last line"):
             ro = Database(path)
-        assert [r["config"]["tile"][0] for r in ro.records()] == [1, 2]
+        assert [r.config["tile"][0] for r in ro.records()] == [1, 2]
         assert ro.best("wk") is not None and path.read_bytes() == before
         with pytest.raises(
             DatabaseError,
@@ -206,7 +242,7 @@ def read_tiles(path: Path, timeout: float = 300) -> list[int]:
 
     def load() -> None:
         try:
-            got.append([r["config"]["tile"][0] for r in Database(path).records()])
+            got.append([r.config["tile"][0] for r in Database(path).records()])
         except BaseException as e:
             got.append(e)
 
@@ -224,7 +260,7 @@ def test_a_reader_does_not_wait_for_an_append_in_progress(tmp_path: Path) -> Non
     the complete records only, and says nothing of the half-written line (not a crash's)."""
     path = tmp_path / "db.jsonl"
     Database(path).append(rec(1))
-    line = (json.dumps(rec(2), sort_keys=True) + "\n").encode()
+    line = (json.dumps(rec_json(2), sort_keys=True) + "\n").encode()
     with open(path, "ab") as f:
         fcntl.flock(f, fcntl.LOCK_EX)  # as Database.append does
         f.write(line[:50])
@@ -337,7 +373,7 @@ BAD_RECORDS = {
 
 
 def _bad_line(change: dict) -> str:
-    r = rec(9, costs=[0.001])  # the fastest record, were it applied
+    r = rec_json(9, costs=[0.001])  # the fastest record, were it applied
     r.update(change)
     r = {k: v for k, v in r.items() if v is not DROP}
     return json.dumps(r)  # NaN/Infinity as Python's json writes them
@@ -349,15 +385,15 @@ def test_a_malformed_record_is_skipped_with_a_warning_naming_its_line(
 ) -> None:
     change, reason = BAD_RECORDS[name]
     path = tmp_path / "db.jsonl"
-    good = [json.dumps(rec(i)) for i in (1, 2)]
+    good = [json.dumps(rec_json(i)) for i in (1, 2)]
     path.write_text("\n".join([good[0], _bad_line(change), good[1]]) + "\n")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         db = Database(path)
         best = db.best("wk")
-        assert best is not None and best["config"]["tile"] == [1, 1]  # never the malformed one
-        assert [r["config"]["tile"][0] for r in db.ranked("wk")] == [1, 2]
-        assert db.measured_keys("wk") == {config_key(rec(i)["config"]) for i in (1, 2)}
+        assert best is not None and best.config["tile"] == [1, 1]  # never the malformed one
+        assert [r.config["tile"][0] for r in db.ranked("wk")] == [1, 2]
+        assert db.measured_keys("wk") == {config_key(rec(i).config) for i in (1, 2)}
         assert db.workloads() == {"wk"} and len(db) == 2
     messages = [str(w.message) for w in caught]
     assert len(messages) == 1, messages
@@ -368,18 +404,18 @@ def test_a_malformed_record_is_skipped_with_a_warning_naming_its_line(
 def test_malformed_records_get_one_warning_per_database_naming_every_line(tmp_path: Path) -> None:
     path = tmp_path / "db.jsonl"
     lines = [
-        json.dumps(rec(1)),
+        json.dumps(rec_json(1)),
         _bad_line({"costs": [math.nan]}),
         "",
         "this is not JSON",
         "[1, 2]",
-        json.dumps(rec(2)),
+        json.dumps(rec_json(2)),
         _bad_line({"config": [1]}),
     ]
     path.write_text("\n".join(lines) + "\n")
     with pytest.warns(UserWarning) as caught:
         db = Database(path)
-    assert [r["config"]["tile"][0] for r in db.records()] == [1, 2]
+    assert [r.config["tile"][0] for r in db.records()] == [1, 2]
     (message,) = [str(w.message) for w in caught]
     assert message == (
         f"{path}: skipping 4 malformed record(s): line 2: costs contain a non-finite value; "
@@ -390,29 +426,33 @@ def test_malformed_records_get_one_warning_per_database_naming_every_line(tmp_pa
 
 def test_append_refuses_a_record_that_readers_would_skip(tmp_path: Path) -> None:
     db = Database(tmp_path / "db.jsonl")
-    with pytest.raises(ValueError, match="costs contain a value <= 0"):
-        db.append(rec(1, costs=[0.0]))
-    with pytest.raises(ValueError, match="config is a list"):
-        db.append(rec(1) | {"config": [1, 1]})
+    with pytest.raises(ValueError, match="record cannot be written: costs contain a value <= 0"):
+        db.append(dataclasses.replace(rec(1), costs=[0.0]))
+    with pytest.raises(ValueError, match="record cannot be written: config is a list"):
+        db.append(dataclasses.replace(rec(1), config=[1, 1]))  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="Out of range float values"):
-        db.append(rec(1, costs=[math.nan]))
+        db.append(dataclasses.replace(rec(1), costs=[math.nan]))
+    with pytest.raises(ValueError, match="costs contain a value <= 0"):  # nor read as a record
+        TuningRecord.from_json(rec_json(1, costs=[0.0]))
     assert not (tmp_path / "db.jsonl").exists() and len(db) == 0
 
 
-def test_validate_record_accepts_what_make_record_writes() -> None:
-    assert validate_record(json.loads(json.dumps(rec(1)))) is None
-    assert validate_record(rec(0, costs=[], error_kind="timeout")) is None
+def test_validate_record_accepts_what_tuning_record_writes() -> None:
+    one = rec_json(1) | {"note": "a field of another tool"}  # kept as it was read
+    assert TuningRecord.from_json(one).to_json() == one
+    assert validate_record(json.loads(json.dumps(rec_json(1)))) is None
+    assert validate_record(rec_json(0, costs=[], error_kind="timeout")) is None
     assert (
         validate_record(
-            rec(1) | {"threads": 2, "config": {"order": [1, 0], "pack": [], "reg": [1, 1]}}
+            rec_json(1) | {"threads": 2, "config": {"order": [1, 0], "pack": [], "reg": [1, 1]}}
         )
         is None
     )
     assert (
-        validate_record(rec(1) | {"config": {"order": [1, 1]}})
+        validate_record(rec_json(1) | {"config": {"order": [1, 1]}})
         == "config.order is not a permutation of the loops"
     )
-    assert validate_record(rec(1) | {"config": {"reg": [1], "tile": [0, 0]}}) is not None
+    assert validate_record(rec_json(1) | {"config": {"reg": [1], "tile": [0, 0]}}) is not None
 
 
 # -- paths and write failures ----------------------------------------------------------------
@@ -488,17 +528,18 @@ def test_a_failed_append_leaves_no_partial_line(
         ):
             db.append(rec(2, error="x" * 5000))
     assert path.read_bytes() == before
-    assert [r["config"]["tile"][0] for r in db.records()] == [1]  # not kept as written either
+    assert [r.config["tile"][0] for r in db.records()] == [1]  # not kept as written either
     db.append(rec(3))
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        assert [r["config"]["tile"][0] for r in Database(path).records()] == [1, 3]
+        assert [r.config["tile"][0] for r in Database(path).records()] == [1, 3]
 
 
 WRITER = textwrap.dedent(
     """
     import sys
-    from autotune.database import Database, config_key, make_record
+    from autotune.database import Database, config_key
+    from autotune.record import TuningRecord, Workload
 
     path, total = sys.argv[1], int(sys.argv[2])
     slow = len(sys.argv) > 3  # past 30 records, pause between appends: killed before the end
@@ -508,9 +549,8 @@ WRITER = textwrap.dedent(
         config = {"i": i}
         if config_key(config) in done:
             continue
-        db.append(make_record(workload_key="wk", task_name="t", target={}, space_hash="h",
-                              config=config, passes=[], costs=[float(i + 1)], error_kind=None,
-                              error="x" * 3000))
+        db.append(TuningRecord.new(Workload("wk", "t"), "h", config, [], [float(i + 1)],
+                                   None, "x" * 3000, target={}))
         if slow and i >= 30:
             import time
             time.sleep(0.02)
@@ -534,28 +574,20 @@ def test_resume_after_sigkill_mid_append(tmp_path: Path) -> None:
     assert proc.wait() == -signal.SIGKILL
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # a torn last line may or may not be there
-        before = [r["config"]["i"] for r in Database(path).records()]
+        before = [r.config["i"] for r in Database(path).records()]
     assert 30 <= len(before) < total, len(before)  # killed mid-run
     assert before == list(range(len(before)))
     subprocess.run(cmd, env=env, check=True, timeout=600)  # resume
-    after = [r["config"]["i"] for r in Database(path).records("wk")]
+    after = [r.config["i"] for r in Database(path).records("wk")]
     assert after == list(range(total))  # every record exactly once, in order
 
 
 def test_append_fills_in_version_target_and_time(tmp_path: Path) -> None:
     db = Database(tmp_path / "db.jsonl")
-    db.append(
-        {
-            "workload_key": "wk",
-            "space_hash": "h",
-            "config": {"a": 1},
-            "costs": [1.0],
-            "error_kind": None,
-        }
-    )
+    db.append(TuningRecord(Workload("wk"), "h", {"a": 1}, [], [1.0]))
     (r,) = Database(tmp_path / "db.jsonl").records()
-    assert r["compiler_version"] == compiler_version()
-    assert r["target"]["cpu"] and "timestamp" in r
+    assert r.compiler_version == compiler_version()
+    assert r.target is not None and r.target["cpu"] and r.timestamp is not None
     assert Database(tmp_path / "db.jsonl").measured_keys("wk") == {'{"a":1}'}
 
 
@@ -577,7 +609,8 @@ STRESS_COMMON = textwrap.dedent(
     f"""
     import json, os, sys, time, warnings
     from pathlib import Path
-    from autotune.database import Database, make_record
+    from autotune.database import Database
+    from autotune.record import TuningRecord, Workload
 
     WRITERS, RECORDS, BIG_EVERY, BIG = {WRITERS}, {RECORDS}, {BIG_EVERY}, {BIG}
     CRASH_BYTES = {CRASH_BYTES}
@@ -602,9 +635,8 @@ STRESS_WRITER = STRESS_COMMON + textwrap.dedent(
             db = Database(path)  # a resumed run loads while the others append
         if i == RECORDS - 1:
             wait_for(crashed)  # so that a writer comes after the last torn line, and cuts it
-        db.append(make_record(workload_key="wk", task_name="t", target={}, space_hash="h",
-                              config={"w": w, "i": i}, passes=[], costs=[1.0 + i],
-                              error_kind=None, error=payload(w, i)))
+        db.append(TuningRecord.new(Workload("wk", "t"), "h", {"w": w, "i": i}, [], [1.0 + i],
+                                   None, payload(w, i), target={}))
     """
 )
 
@@ -635,8 +667,8 @@ STRESS_READER = STRESS_COMMON + textwrap.dedent(
         problems += [str(m.message)[-300:] for m in caught if allowed not in str(m.message)]
         mine = {}
         for r in records:
-            w, i = r["config"]["w"], r["config"]["i"]
-            if r["error"] != payload(w, i) or r["costs"] != [1.0 + i]:
+            w, i = r.config["w"], r.config["i"]
+            if r.error != payload(w, i) or r.costs != [1.0 + i]:
                 problems.append("record w%d i%d is not the one written" % (w, i))
             mine.setdefault(w, []).append(i)
         for w, got in mine.items():
@@ -694,7 +726,7 @@ def test_concurrent_writers_and_readers_lose_nothing(tmp_path: Path) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no torn line and no malformed record is left
         records = Database(path).records()
-    got = sorted((r["config"]["w"], r["config"]["i"]) for r in records)
+    got = sorted((r.config["w"], r.config["i"]) for r in records)
     assert got == [(w, i) for w in range(WRITERS) for i in range(RECORDS)]  # none lost, none twice
     data = path.read_bytes()
     assert data.endswith(b"\n") and data.count(b"\n") == WRITERS * RECORDS
@@ -728,7 +760,7 @@ def mm(tmp_path_factory: pytest.TempPathFactory) -> dict:
 
 def mm_record(mm: dict, config: Any, costs: Any) -> dict:
     task, space = mm["task"], mm["space"]
-    r = make_record(
+    r = record_json(
         workload_key=task.workload_key,
         task_name=task.name,
         target={"cpu": "test", "features": ""},

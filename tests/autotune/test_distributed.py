@@ -18,16 +18,24 @@ import os
 import random
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import onnx
 import pytest
 
 from autotune.database import Database
 from autotune.database import host_target as db_host_target
-from autotune.measure import IMPLAUSIBLE, MeasureResult, cpu_peak_flops, host_target, measure
+from autotune.measure import (
+    IMPLAUSIBLE,
+    LocalMeasurer,
+    Measurer,
+    MeasureResult,
+    cpu_peak_flops,
+    host_target,
+    measure,
+)
 from autotune.space import SearchSpace
 from autotune.task import Task, anchor_info, extract_tasks
 from autotune.tuner import tune_task
@@ -151,7 +159,7 @@ def test_tune_task_records_the_workers_target(tmp_path: Path, client: Client, ta
     path = tmp_path / "db.jsonl"
     m = DaskMeasurer(client, measure_kwargs=FAST)
     result = tune_task(
-        task, info, Database(path), 8, tuner="random", batch=4, measure_fn=m, progress=None
+        task, info, Database(path), 8, tuner="random", batch=4, measurer=m, progress=None
     )
     records = [json.loads(s) for s in path.read_text().splitlines()]
     assert len(records) == 8 == len(result.curve)
@@ -162,27 +170,30 @@ def test_tune_task_records_the_workers_target(tmp_path: Path, client: Client, ta
 
 
 def test_records_name_the_measurer_target_not_this_host(tmp_path: Path, task: Task) -> None:
-    """Where a measure_fn says it measured (`.target`), that goes in the record; plain functions
-    (measure.measure) leave the database to write this host's target."""
+    """Where a measurer says it measured (`.target`), that goes in the record; a LocalMeasurer
+    (measure.measure) leaves the database to write this host's target."""
     info = anchor_info(task)
     elsewhere = {"cpu": "elsewhere-cpu", "features": "+far"}
 
     def here(task, cands):
         return [MeasureResult(costs=[1e-6]) for _ in cands]
 
-    class Remote:
+    class Remote:  # a Measurer (autotune/measure/interfaces.py) that names where it measured
+        remote = False
         target = elsewhere
+        device = None
+        measure_kwargs: dict = {}
 
         def __call__(self, task, cands):
             return here(task, cands)
 
-    cases: list[tuple[Callable[..., Any], dict[str, str]]] = [
+    cases: list[tuple[Measurer, dict[str, str]]] = [
         (Remote(), elsewhere),
-        (here, db_host_target()),
+        (LocalMeasurer(here), db_host_target()),
     ]
     for i, (fn, want) in enumerate(cases):
         path = tmp_path / f"{i}.jsonl"
-        tune_task(task, info, Database(path), 3, tuner="random", measure_fn=fn, progress=None)
+        tune_task(task, info, Database(path), 3, tuner="random", measurer=fn, progress=None)
         assert [json.loads(s)["target"] for s in path.read_text().splitlines()] == [want] * 3
 
 
@@ -895,6 +906,7 @@ def test_a_remote_winner_is_rechecked_here(
     class Lying:
         remote = True  # as DaskMeasurer
         target = host_target()
+        device = None
         measure_kwargs: dict = {}
 
         def __call__(self, task_, cands):
@@ -910,7 +922,7 @@ def test_a_remote_winner_is_rechecked_here(
             3,
             tuner="random",
             batch=3,
-            measure_fn=Lying(),
+            measurer=Lying(),
             progress=None,
         )
     records = [json.loads(s) for s in path.read_text().splitlines()]
@@ -930,7 +942,7 @@ def test_a_remote_winner_is_rechecked_here(
         3,
         tuner="random",
         batch=3,
-        measure_fn=Lying().__call__,
+        measurer=LocalMeasurer(Lying().__call__),
         progress=None,
     )
     assert calls == []
@@ -944,7 +956,7 @@ def test_a_remote_winner_is_rechecked_here(
     monkeypatch.setattr(measure_module, "measure", right_here)
     path = tmp_path / "honest.jsonl"
     result = tune_task(
-        task, info, Database(path), 3, tuner="random", batch=3, measure_fn=Lying(), progress=None
+        task, info, Database(path), 3, tuner="random", batch=3, measurer=Lying(), progress=None
     )
     honest = [json.loads(s) for s in path.read_text().splitlines()]
     assert [r["error_kind"] for r in honest] == [None] * 3
@@ -1028,7 +1040,7 @@ def test_a_worker_forging_its_timings_never_sets_the_best(
         peak = cpu_peak_flops(1, m.target["features"])
         forged = task.flops / (peak / 2)
         result = tune_task(
-            task, info, Database(path), 8, tuner="random", batch=4, measure_fn=m, progress=None
+            task, info, Database(path), 8, tuner="random", batch=4, measurer=m, progress=None
         )
     records = [json.loads(s) for s in path.read_text().splitlines()]
     assert len(records) == 8  # every measurement is recorded, the refused ones too
@@ -1041,8 +1053,8 @@ def test_a_worker_forging_its_timings_never_sets_the_best(
         assert not {1e-9, forged, 100 * forged} & {*r["costs"], *r.get("baseline_costs", [])}, r
     assert all(r["timed_on"] == "tuner" and r["baseline_costs"] for r in ok)
     best = Database(path).best(task.workload_key)
-    assert best is not None and best["timed_on"] == "tuner"
-    assert result.best_config == best["config"]
+    assert best is not None and best.timed_on == "tuner"
+    assert result.best_config == best.config
     assert 0 < result.best_gflops < peak / 1e9
     assert result.best_gflops == pytest.approx(tuner_scale_gflops(task, records))
 
@@ -1056,6 +1068,7 @@ def test_workers_baselines_do_not_set_the_gflops_shown(tmp_path: Path, task: Tas
     class SlowClaims:
         remote = True  # as DaskMeasurer
         target = host_target()
+        device = None
         measure_kwargs = FAST
 
         def __call__(self, task_, cands):
@@ -1069,13 +1082,14 @@ def test_workers_baselines_do_not_set_the_gflops_shown(tmp_path: Path, task: Tas
         3,
         tuner="random",
         batch=3,
-        measure_fn=SlowClaims(),
+        measurer=SlowClaims(),
         progress=None,
     )
     records = [json.loads(s) for s in path.read_text().splitlines()]
     # the first success would be the best: measured here; the others are the workers' word
     assert [r["timed_on"] for r in records] == ["tuner", "workers", "workers"]
-    assert Database(path).best(task.workload_key) == records[0]
+    best = Database(path).best(task.workload_key)
+    assert best is not None and best.to_json() == records[0]
     # the best is the one timed here, scaled by its own default: its own GFLOP/s
     assert result.best_gflops == pytest.approx(task.flops / min(records[0]["costs"]) / 1e9)
 

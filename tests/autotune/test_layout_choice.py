@@ -18,6 +18,7 @@ from autotune.layout_choice import (
     model_key,
     tuned_layout,
 )
+from autotune.record import TuningRecord
 from compiler import zoo
 from compiler.model import compile_model
 from tests.support.references import onnxruntime_run
@@ -75,7 +76,7 @@ def test_the_fastest_record_wins_whatever_the_order(chosen: dict, tmp_path: Path
         r["costs"] = [1.0 if r["config"]["block"] == 0 else 0.5]
     db.write_text("".join(json.dumps(r) + "\n" for r in records))
     assert tuned_layout(str(db), chosen["model"]) == "NCHW8c"
-    Database(db).append({**records[0], "costs": [0.1]})
+    Database(db).append(TuningRecord.from_json({**records[0], "costs": [0.1]}))
     assert tuned_layout(str(db), chosen["model"]) == "NCHW"
 
 

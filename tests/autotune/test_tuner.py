@@ -14,7 +14,8 @@ import onnx
 import pytest
 
 from autotune.database import Database, comparable_costs
-from autotune.measure import MeasureResult, measure
+from autotune.measure import LocalMeasurer, MeasureResult, measure
+from autotune.record import TuningRecord
 from autotune.space import SearchSpace
 from autotune.task import Task, anchor_info, extract_tasks
 from autotune.tune_model import ModelTuneSummary, tune_tasks
@@ -48,7 +49,7 @@ def lines(path: Path) -> list[dict]:
 
 
 class Recorder:
-    """measure_fn that measures for real and remembers what it was asked to measure."""
+    """A measure function that measures for real and remembers what it was asked to measure."""
 
     def __init__(self) -> None:
         self.candidates: list[list[str]] = []
@@ -90,7 +91,7 @@ def test_tune_task_records_every_trial_and_resumes(
         seed=3,
         batch=3,
         progress=progress,
-        measure_fn=rec,
+        measurer=LocalMeasurer(rec),
     )
 
     records = lines(path)
@@ -110,7 +111,10 @@ def test_tune_task_records_every_trial_and_resumes(
     assert ok, [r["error"] for r in records]
     # paired records (each timed beside the default schedule) compare by their ratio to it
     assert all(r["baseline_costs"] for r in ok)
-    best_from_db = max(matmul_task.flops / c / 1e9 for c in comparable_costs(ok))
+    best_from_db = max(
+        matmul_task.flops / c / 1e9
+        for c in comparable_costs([TuningRecord.from_json(r) for r in ok])
+    )
     assert result.best_gflops == pytest.approx(best_from_db)
     assert result.best_gflops > 0 and result.best_config is not None
     assert all(b >= a for a, b in zip(result.curve, result.curve[1:])), result.curve
@@ -129,7 +133,7 @@ def test_tune_task_records_every_trial_and_resumes(
         seed=3,
         batch=3,
         progress=progress2,
-        measure_fn=rec2,
+        measurer=LocalMeasurer(rec2),
     )
     records2 = lines(path)
     assert records2[:trials] == records
@@ -158,7 +162,13 @@ def test_tune_task_stops_when_the_space_is_exhausted(tmp_path: Path) -> None:
 
     path = tmp_path / "db.jsonl"
     result = tune_task(
-        task, info, Database(path), space.size + 20, tuner="random", measure_fn=fake, progress=None
+        task,
+        info,
+        Database(path),
+        space.size + 20,
+        tuner="random",
+        measurer=LocalMeasurer(fake),
+        progress=None,
     )
     keys = [space.key(r["config"]) for r in lines(path)]
     assert len(result.curve) == len(keys) == len(set(keys)) == space.size
@@ -219,7 +229,9 @@ def test_a_host_that_changes_speed_does_not_mislead_the_tuner(
         return out
 
     db = Database(tmp_path / "db.jsonl")
-    result = tune_task(matmul_task, info, db, 12, seed=1, batch=4, progress=None, measure_fn=phased)
+    result = tune_task(
+        matmul_task, info, db, 12, seed=1, batch=4, progress=None, measurer=LocalMeasurer(phased)
+    )
     records = lines(tmp_path / "db.jsonl")
     key = space.key
     truth = {key(r["config"]): true_ratio(r["passes"]) for r in records}
@@ -229,7 +241,7 @@ def test_a_host_that_changes_speed_does_not_mislead_the_tuner(
     assert key(by_seconds["config"]) != fastest  # what comparing seconds would pick
     assert result.best_config is not None and key(result.best_config) == fastest
     best = Database(tmp_path / "db.jsonl").best(matmul_task.workload_key, space.space_hash())
-    assert best is not None and key(best["config"]) == fastest
+    assert best is not None and key(best.config) == fastest
     assert result.best_gflops == pytest.approx(matmul_task.flops / (3e-4 * truth[fastest]) / 1e9)
     assert result.vs_default == pytest.approx(truth[fastest])
 

@@ -15,7 +15,8 @@ from pathlib import Path
 from xdsl.dialects import func
 from xdsl.parser import Parser
 
-from autotune.database import compiler_version, make_record
+from autotune.database import compiler_version
+from autotune.record import TuningRecord
 from autotune.space import SearchSpace
 from autotune.task import generics_of, task_from_function
 from compiler.pass_runner import make_context
@@ -51,17 +52,15 @@ def main() -> None:
 
     def record(width: int, config: dict, costs: list[float], **over) -> dict:
         space = spaces[width]
-        r = make_record(
-            workload_key=task.workload_key,
-            task_name=task.name,
+        r = TuningRecord.new(
+            task.workload,
+            space.space_hash(),
+            config,
+            space.to_passes(config, task.anchor),
+            costs,
             target={"cpu": "lit-test", "features": f"vector-width-{width}"},
-            space_hash=space.space_hash(),
-            config=config,
-            passes=space.to_passes(config, task.anchor),
-            costs=costs,
-            error_kind=None,
-            flops=task.flops,
-        )
+            compiler_version=compiler_version(),
+        ).to_json()
         r["timestamp"] = TIMESTAMP
         r.update(over)
         return r
