@@ -8,6 +8,7 @@ map runs in this process.
 
 from __future__ import annotations
 
+import gc
 import multiprocessing
 import time
 from collections.abc import Callable, Sequence
@@ -15,6 +16,7 @@ from typing import Any, TypeVar
 
 T = TypeVar("T")
 R = TypeVar("R")
+M = TypeVar("M")
 
 _WORK: tuple[Callable[[Any], Any], Sequence[Any]] | None = None  # inherited by the workers
 
@@ -56,6 +58,33 @@ def fork_map(
                 assert on_timeout is not None
                 out.append(on_timeout(item))
         return out
+    finally:
+        pool.terminate()
+        pool.join()
+        _WORK = None
+
+
+def fork_map_meanwhile(
+    fn: Callable[[T], R], items: Sequence[T], workers: int, meanwhile: Callable[[], M]
+) -> tuple[list[R], M]:
+    """([fn(x) for x in items], meanwhile()): the map in up to `workers` forked processes
+    (items handed out in order, so put the longest first), `meanwhile` in this process while
+    they run. The workers fork before `meanwhile` starts: what it changes they do not see."""
+    global _WORK
+    if workers <= 1 or not items or "fork" not in multiprocessing.get_all_start_methods():
+        return [fn(x) for x in items], meanwhile()
+    _WORK = (fn, items)
+    # what exists now is the workers' inheritance: frozen, their collections never scan it
+    # (nor touch its pages, which stay shared)
+    gc.freeze()
+    try:
+        pool = multiprocessing.get_context("fork").Pool(min(workers, len(items)))
+    finally:
+        gc.unfreeze()
+    try:
+        pending = [pool.apply_async(_run, (i,)) for i in range(len(items))]
+        done = meanwhile()
+        return [p.get() for p in pending], done
     finally:
         pool.terminate()
         pool.join()

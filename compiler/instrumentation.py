@@ -86,6 +86,8 @@ class Instrumentation:
     """Snapshot each pass's input IR, so a failure can be turned into a reproducer."""
     verify: Callable[[ModuleOp], None] | None = None
     """Run after every pass (verify-each); raising attributes the failure to that pass."""
+    clock: Callable[[], float] = time.perf_counter
+    """What pass timing reads: wall seconds, or CPU seconds (`time.process_time`)."""
 
     _records: list[_PassRecord] = field(default_factory=list[_PassRecord])
     _phases: dict[str, float] = field(default_factory=dict[str, float])
@@ -110,7 +112,7 @@ class Instrumentation:
     def __call__(
         self, previous: ModulePass | None, module: ModuleOp, next_pass: ModulePass | None
     ) -> None:
-        now = time.perf_counter()
+        now = self.clock()
         if previous is not None:
             self._after(previous, module, now)
         if next_pass is not None:
@@ -147,7 +149,7 @@ class Instrumentation:
             self._input_ir = print_module(module, generic=True, debuginfo=True)
         if self.statistics:
             self._ops_before = count_ops(module)
-        self._started = time.perf_counter()
+        self._started = self.clock()
 
     def _dump(self, when: str, p: ModulePass, module: ModuleOp, text: str | None = None) -> None:
         if text is None:
@@ -178,26 +180,17 @@ class Instrumentation:
             self.stream.write(self._statistics_report())
         self.stream.flush()
 
+    def pass_seconds(self) -> list[tuple[str, float]]:
+        """(pass name, wall seconds) of every pipeline position, in order."""
+        return [(r.name, r.seconds) for r in self._records]
+
     def _timing_report(self) -> str:
         rows: list[tuple[float, str]] = []
         if "Parser" in self._phases:
             rows.append((self._phases["Parser"], "Parser"))
         rows += [(r.seconds, r.name) for r in self._records]
         rows += [(s, n) for n, s in self._phases.items() if n != "Parser"]
-        total = sum(s for s, _ in rows)
-        bar = "===" + "-" * 73 + "==="
-        lines = [
-            bar,
-            "Execution time report".center(len(bar)).rstrip(),
-            bar,
-            f"  Total Execution Time: {total:.4f} seconds",
-            "",
-            "  ----Wall Time----  ----Name----",
-        ]
-        for seconds, name in [*rows, (total, "Total")]:
-            pct = 100.0 * seconds / total if total > 0 else 0.0
-            lines.append(f"  {seconds:8.4f} ({pct:5.1f}%)  {name}")
-        return "\n".join(lines) + "\n\n"
+        return time_report("Execution time report", rows, sum(s for s, _ in rows))
 
     def _statistics_report(self) -> str:
         bar = "===" + "-" * 73 + "==="
@@ -208,6 +201,26 @@ class Instrumentation:
             lines.append(f"  (S) {r.ops_before:6d} ops-before   - operations before the pass")
             lines.append(f"  (S) {r.ops_after:6d} ops-after    - operations after the pass")
         return "\n".join(lines) + "\n\n"
+
+
+def time_report(
+    title: str, rows: list[tuple[float, str]], total: float, column: str = "Wall Time"
+) -> str:
+    """MLIR's `-mlir-timing` layout: wall seconds and percent of `total` per named row, then the
+    total (`ziggurat-opt --timing` and `ziggurat compile --timing` print it)."""
+    bar = "===" + "-" * 73 + "==="
+    lines = [
+        bar,
+        title.center(len(bar)).rstrip(),
+        bar,
+        f"  Total Execution Time: {total:.4f} seconds",
+        "",
+        f"  {('----' + column + '----').ljust(17)}  ----Name----",
+    ]
+    for seconds, name in [*rows, (total, "Total")]:
+        pct = 100.0 * seconds / total if total > 0 else 0.0
+        lines.append(f"  {seconds:8.4f} ({pct:5.1f}%)  {name}")
+    return "\n".join(lines) + "\n\n"
 
 
 @dataclass

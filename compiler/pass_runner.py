@@ -6,18 +6,24 @@ The model API, the kernel compiler, the tuner and `ziggurat-opt` all run passes 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import gc
+import sys
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 
 from xdsl.context import Context
 from xdsl.dialects import get_all_dialects
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import ModuleOp, StringAttr, SymbolRefAttr
+from xdsl.ir import Operation
 from xdsl.passes import ModulePass, PassPipeline
+from xdsl.traits import SymbolOpInterface, SymbolTable
 from xdsl.transforms import get_all_passes
 from xdsl.utils.arg_spec import parse_pipeline
 from xdsl.utils.exceptions import DiagnosticException, VerifyException
 
-from compiler import registry
+from compiler import compile_timing, registry
 from compiler.errors import CompileError
+from compiler.instrumentation import Instrumentation
 from passes.analysis.kernel_access import KernelAnalysisError
 
 PASS_INPUT_ERRORS: tuple[type[Exception], ...] = (KernelAnalysisError, NotImplementedError)
@@ -75,24 +81,94 @@ def run_pipeline(
     PassPipeline(tuple(passes), callback).apply(ctx, module)
 
 
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector off inside the block (back on after it, if it was on).
+
+    Passes build and drop many small objects; the collections they trigger scan every IR object
+    alive (the whole model) again and again, about a third of the time of the llvm-dialect
+    lowering. The garbage a pipeline leaves is collected after it, as usual."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+@contextmanager
+def symbol_tables_cached() -> Iterator[None]:
+    """xDSL's symbol lookups answered from a table built once per symbol table, inside the
+    block, where the IR must not change (verification): xDSL scans the table's ops for every
+    lookup, and verifying a call looks its callee up, so verifying a model with a few hundred
+    kernels cost time quadratic in the kernels (seconds)."""
+    saved = SymbolTable.__dict__["lookup_symbol"]
+    scan = SymbolTable.lookup_symbol
+    tables: dict[int, dict[str, Operation]] = {}
+
+    def lookup(op: Operation, name: str | StringAttr | SymbolRefAttr) -> Operation | None:
+        if isinstance(name, SymbolRefAttr) and name.nested_references.data:
+            return scan(op, name)
+        anchor: Operation | None = op
+        while anchor is not None and not anchor.has_trait(SymbolTable):
+            anchor = anchor.parent_op()
+        if anchor is None:
+            return scan(op, name)  # raises as xDSL does
+        table = tables.get(id(anchor))
+        if table is None:
+            table = {}
+            for o in anchor.regions[0].block.ops:
+                if (trait := o.get_trait(SymbolOpInterface)) is not None:
+                    table.setdefault(trait.get_sym_attr_name(o).data, o)  # the first, as a scan
+            tables[id(anchor)] = table
+        if isinstance(name, SymbolRefAttr):
+            name = name.root_reference
+        return table.get(name if isinstance(name, str) else name.data)
+
+    SymbolTable.lookup_symbol = staticmethod(lookup)  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        SymbolTable.lookup_symbol = saved  # type: ignore[method-assign]
+
+
 def run_passes(
-    ctx: Context, module: ModuleOp, specs: Sequence[str | ModulePass], verify_each: bool = False
+    ctx: Context,
+    module: ModuleOp,
+    specs: Sequence[str | ModulePass],
+    verify_each: bool = False,
+    verify: bool = True,
 ) -> None:
     """Apply passes (specs or instances) in order. The module is verified once at the end (after
-    every pass with `verify_each`): verifying costs more than most passes on big loop nests, and
-    ziggurat-opt remains the tool for hunting a pass that breaks the IR."""
+    every pass with `verify_each`; not at all with `verify=False`, for IR that LLVM verifies
+    next anyway): verifying costs more than most passes on big loop nests, and ziggurat-opt
+    remains the tool for hunting a pass that breaks the IR."""
     failing = "?"
+    timer = compile_timing.active()
+    timing = None if timer is None else Instrumentation(sys.stderr, timing=True, clock=timer.clock)
+    verify_s = 0.0
 
     def between(done: ModulePass | None, op: ModuleOp, upcoming: ModulePass | None) -> None:
-        nonlocal failing
-        if verify_each or upcoming is None:  # after every pass, or once at the end
-            op.verify()
+        nonlocal failing, verify_s
+        if timing is not None:
+            timing(done, op, upcoming)
+        if verify_each or (upcoming is None and verify):  # after every pass, or at the end
+            t0 = timer.clock() if timer is not None else 0.0
+            with symbol_tables_cached():
+                op.verify()
+            verify_s += timer.clock() - t0 if timer is not None else 0.0
         if upcoming is not None:
             failing = upcoming.name
 
     try:
         passes = [make_pass(s) if isinstance(s, str) else s for s in specs]
-        run_pipeline(ctx, module, passes, between)
+        if timing is not None:
+            timing.begin(tuple(passes))
+        with gc_paused():
+            run_pipeline(ctx, module, passes, between)
+        if timer is not None and timing is not None:
+            timer.record_pipeline(timing.pass_seconds(), verify_s)
     except (DiagnosticException, VerifyException) as e:
         raise CompileError(f"pass '{failing}' failed: {e}") from e
     except PASS_INPUT_ERRORS as e:

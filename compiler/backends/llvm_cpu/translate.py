@@ -158,13 +158,23 @@ def _convert_global(
             bound[symbol] = aligned_copy(data, align=64)
             gvar.type = ir.PointerType()  # opaque, as for allocas (see _convert_op)
             return gvar
+    raw_data: bytes | None = None
+    if isinstance(value, DenseIntOrFPElementsAttr):
+        data = _global_data(value)
+        if data.dtype != np.bool_:  # i1 elements are not one bit each in memory
+            # the bytes, as `c"..."`: llvmlite formats a float element by element, and slowly
+            raw_data = data.tobytes()
+            gtype = ir.ArrayType(ir.IntType(8), len(raw_data))
     gvar = ir.GlobalVariable(module, gtype, name=name)
     gvar.linkage = op.linkage.linkage.data
     if op.constant is not None:
         gvar.global_constant = True
     if op.alignment is not None:
         gvar.align = op.alignment.value.data
-    if isinstance(value, DenseIntOrFPElementsAttr):
+    if raw_data is not None:
+        gvar.initializer = ir.Constant(gtype, bytearray(raw_data))
+        gvar.align = max(gvar.align or 0, 64)  # an i8 array's own alignment is 1
+    elif isinstance(value, DenseIntOrFPElementsAttr):
         gvar.initializer = ir.Constant(gtype, _global_data(value).tolist())
     elif isinstance(value, StringAttr):
         raw = value.data.encode()
