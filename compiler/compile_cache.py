@@ -18,8 +18,8 @@ checks (owner, mode, hashes, host CPU); an entry that fails them is deleted and 
 recompiled, with a warning. Entries are written to a temporary file, fsync-ed and renamed, so
 processes compiling the same model at once each leave a whole entry. The least recently used
 entries (a hit touches its file) are evicted beyond `$ZIGGURAT_CACHE_MAX_MB` (default 2048).
-`ZIGGURAT_NO_CACHE=1` or `cache=False` turn the cache off; GPU targets bypass it (packages are
-CPU code so far).
+`ZIGGURAT_NO_CACHE=1` or `cache=False` turn the cache off; the targets whose backend is not
+`cached` (the GPUs': the key holds this CPU's target, not a device's) bypass it.
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ from xdsl.ir import Attribute
 from xdsl.passes import ModulePass
 
 from compiler import model as model_api
+from compiler.backends.registry import BACKENDS
 from compiler.cache_dir import CacheDirError, cache_dir, private_directory
 from compiler.errors import ZigguratError
 from compiler.frontend.onnx import load_model
@@ -238,7 +239,8 @@ def cached_compile(
             model, input_shapes, target, optimize, schedules, threads, preset, layout
         )
 
-    if target != "cpu" or not enabled(cache):
+    chosen = BACKENDS.get(target)
+    if chosen is None or not chosen.cached or not enabled(cache):  # compile_model says why
         return compile_now()
     limit = max_bytes()
     try:

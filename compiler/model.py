@@ -22,22 +22,14 @@ from xdsl.dialects.builtin import DictionaryAttr, IntegerAttr, ModuleOp, StringA
 from xdsl.ir import Attribute
 from xdsl.passes import ModulePass
 
-from compiler.backends.gpu.compile import APIS, check_available, load_program, preset_for
 from compiler.backends.llvm_cpu.compile import compile_module as compile_llvm
+from compiler.backends.registry import BACKENDS, backend
 from compiler.errors import CompileError
 from compiler.frontend.onnx import import_onnx
 from compiler.host_model import HostModel
-from compiler.parallel_compile import compile_split, default_workers
+from compiler.lowering import level_passes, lower, lower_to_gpu
 from compiler.pass_runner import make_context, run_passes
-from compiler.pipelines import (
-    GPU_LEVEL,
-    IMPORTED,
-    LAYOUT_PASS,
-    LEVELS,
-    gpu_passes,
-    layout_passes,
-    levels_between,
-)
+from compiler.pipelines import LEVELS, layout_passes
 from compiler.tensor_spec import TensorSpec
 from dialects.attributes import (
     DTYPE_ATTR,
@@ -49,80 +41,15 @@ from dialects.attributes import (
 from dialects.dense import numpy_dtype
 from passes.analysis.main_function import main_function
 
-TARGETS = ("cpu", *APIS)
-"""Where a model can run: this CPU (LLVM through llvmlite), an OpenCL device, a CUDA GPU."""
+TARGETS = tuple(BACKENDS)
+"""Where a model can run: this CPU (LLVM through llvmlite), an OpenCL device, a CUDA GPU
+(compiler/backends/registry.py)."""
 
 LEVEL_NAMES = tuple(LEVELS)
 """IR levels in lowering order; `llvm-ir` and `asm` come from the backend after the last one."""
 
 MODULE_NOTES_PREFIX = "ziggurat."
 """Module attributes that passes leave for the user (memory plan, autotune statistics)."""
-
-
-def level_passes(
-    level: str,
-    schedules: Sequence[str | ModulePass] = (),
-    threads: int = 1,
-    layout: str = "auto",
-) -> list[str | ModulePass]:
-    """The passes that produce `level` from the one above. At the graph level, `layout` picks
-    the convolutions' data layout (compiler/pipelines.py LAYOUTS). At the loops level, the
-    `schedules` passes (tuned records, hand-written schedule edits) run first and
-    `default-schedule` then fills in the kernels they left unscheduled, parallelizing for
-    `threads`."""
-    if level != "loops":
-        layouts = layout_passes(layout)
-        return [q for p in LEVELS[level] for q in (layouts if p == LAYOUT_PASS else [p])]
-    default = "default-schedule" if threads <= 1 else f"default-schedule{{threads={threads}}}"
-    return [*schedules, *(default if p == "default-schedule" else p for p in LEVELS[level])]
-
-
-def lower(
-    module: ModuleOp,
-    level: str,
-    ctx: Context | None = None,
-    timings: dict[str, float] | None = None,
-    optimize: bool = True,
-    schedules: Sequence[str | ModulePass] = (),
-    threads: int = 1,
-    start: str = IMPORTED,
-    layout: str = "auto",
-) -> ModuleOp:
-    """Lower a module in place from level `start` (a fresh import by default) down to `level`.
-
-    With `optimize`, the graph-level passes (folding, simplification, layout, fusion) run.
-    `schedules`, `threads` and `layout`: see level_passes.
-    """
-    ctx = ctx or make_context()
-    for lvl in levels_between(start, level):
-        if lvl == "graph" and not optimize:
-            continue
-        t0 = time.perf_counter()
-        run_passes(ctx, module, level_passes(lvl, schedules, threads, layout))
-        if timings is not None:
-            timings[lvl] = time.perf_counter() - t0
-    return module
-
-
-def lower_to_gpu(
-    module: ModuleOp,
-    preset: str,
-    ctx: Context | None = None,
-    timings: dict[str, float] | None = None,
-    optimize: bool = True,
-    start: str = IMPORTED,
-    schedules: Sequence[str | ModulePass] = (),
-) -> ModuleOp:
-    """Lower a module in place down to the gpu level, its kernels scheduled for `preset`
-    (a GPU target of passes/schedule/gpu_target.py); the `schedules` passes (tuned records for
-    that preset, hand-written edits) run first, as at the loops level."""
-    ctx = ctx or make_context()
-    lower(module, "buffers", ctx, timings, optimize=optimize, start=start, layout="NCHW")
-    t0 = time.perf_counter()
-    run_passes(ctx, module, [*schedules, *gpu_passes(preset)])
-    if timings is not None:
-        timings[GPU_LEVEL] = time.perf_counter() - t0
-    return module
 
 
 def import_model(
@@ -165,9 +92,28 @@ def _signature(module: ModuleOp) -> tuple[list[TensorSpec], list[TensorSpec]]:
     return ins, outs
 
 
+class _Unloaded:
+    """The program of a model compiled with `load=False`: saving works, running says why not."""
+
+    parallel = False
+
+    def __init__(self, target: str) -> None:
+        self.target = target
+
+    def function(self, name: str) -> Any:
+        raise CompileError(
+            f"this model was compiled for {self.target} without loading it (load=False): save "
+            "it as a package and load that where the device is"
+        )
+
+    def close(self) -> None:
+        pass
+
+
 @dataclass
 class CompiledModel(HostModel):
-    """A model compiled to machine code for the CPU; `run` maps input arrays to output arrays."""
+    """A model compiled for a target (machine code for the CPU, kernels and a launch plan for
+    a GPU); `run` maps input arrays to output arrays."""
 
     inputs: list[TensorSpec]
     outputs: list[TensorSpec]
@@ -178,12 +124,17 @@ class CompiledModel(HostModel):
     notes: dict[str, Attribute] = field(default_factory=dict)
     """The `ziggurat.*` module attributes that passes left (memory plan, autotune statistics)."""
     options: dict[str, Any] = field(default_factory=dict)
-    """How it was compiled (threads, layout, optimize, schedules as pass strings): what a
-    package's manifest records."""
+    """How it was compiled (threads, layout, optimize, schedules as pass strings; a GPU's
+    preset): what a package's manifest records."""
+    target: str = "cpu"
+    """The backend it was compiled by (compiler/backends/registry.py)."""
+    artifact: Any = None
+    """What the backend emitted, which a package saves (compiler/backends/base.py)."""
 
     def save(self, path: str | Path) -> None:
-        """Write this model as a self-contained package (compiler/package/: machine code,
-        weights, manifest), loadable by `compiler.package.load_package` without the compiler."""
+        """Write this model as a self-contained package (compiler/package/: machine code or
+        kernels, weights, manifest), loadable by `compiler.package.load_package` without the
+        compiler."""
         from compiler.package.writer import save_package
 
         save_package(self, path)
@@ -199,12 +150,15 @@ def compile_module(
     target: str = "cpu",
     preset: str | None = None,
     layout: str = "auto",
+    load: bool = True,
 ) -> CompiledModel:
     """Compile a graph-level module to a runnable CompiledModel (as it is, unless `optimize`).
 
     Kernels are lowered and compiled by `jobs` worker processes (default: one per core); the
     model runs its parallel loops on `threads` threads. `schedules` and `layout` (the CPU's
-    only; a GPU's convolutions stay NCHW): see level_passes.
+    only; a GPU's convolutions stay NCHW): see level_passes. `preset`: see compile_model.
+    With `load=False` a GPU model is compiled but not loaded (no device needed): it can be
+    saved as a package, not run.
     """
     if threads < 1:
         raise CompileError(f"threads must be at least 1 (got {threads})")
@@ -212,58 +166,42 @@ def compile_module(
         layout_passes(layout)
     except ValueError as e:
         raise CompileError(str(e)) from None
-    if target != "cpu" and layout not in ("auto", "NCHW"):
+    chosen = backend(target)
+    if chosen.layouts is not None and layout not in chosen.layouts:
         raise CompileError(f"layout {layout} is for the CPU; {target} kernels read NCHW")
+    if load:
+        chosen.check_available()
     ctx = ctx or make_context()
     timings: dict[str, float] = {}
     ins, outs = _signature(module)
-    if target != "cpu":
-        return _compile_gpu(module, target, preset, ctx, timings, optimize, ins, outs, schedules)
-    lower(
+    preset = chosen.resolve_preset(preset)
+    chosen.lower(
         module,
-        "loops",
         ctx,
         timings,
         optimize=optimize,
         schedules=schedules,
         threads=threads,
         layout=layout,
+        preset=preset,
     )
     notes = {k: v for k, v in module.attributes.items() if k.startswith(MODULE_NOTES_PREFIX)}
     t0 = time.perf_counter()
-    program, _ = compile_split(module, ctx, jobs or default_workers())
-    timings["llvm+machine-code"] = time.perf_counter() - t0
-    options = {
+    artifact = chosen.emit(module, ctx, len(ins), jobs=jobs, preset=preset)
+    program = chosen.load(artifact, threads) if load else _Unloaded(target)
+    timings["llvm+machine-code" if target == "cpu" else f"{target}-build"] = (
+        time.perf_counter() - t0
+    )
+    options: dict[str, Any] = {
         "threads": threads,
         "layout": layout,
         "optimize": optimize,
         "schedules": [str(s) for s in schedules],  # a ModulePass prints as its `-p` string
     }
-    return CompiledModel(ins, outs, program, timings, threads, notes, options)
-
-
-def _compile_gpu(
-    module: ModuleOp,
-    api: str,
-    preset: str | None,
-    ctx: Context,
-    timings: dict[str, float],
-    optimize: bool,
-    ins: list[TensorSpec],
-    outs: list[TensorSpec],
-    schedules: Sequence[str | ModulePass] = (),
-) -> CompiledModel:
-    """The GPU half of compile_module: the gpu level for `preset` (default: the device's kind),
-    its kernels printed as OpenCL C or CUDA C and loaded by that runtime."""
-    check_available(api)
-    lower_to_gpu(
-        module, preset or preset_for(api), ctx, timings, optimize=optimize, schedules=schedules
-    )
-    notes = {k: v for k, v in module.attributes.items() if k.startswith(MODULE_NOTES_PREFIX)}
-    t0 = time.perf_counter()
-    program = load_program(module, api, len(ins))
-    timings[f"{api}-build"] = time.perf_counter() - t0
-    return CompiledModel(ins, outs, program, timings, 1, notes)
+    if preset is not None:
+        options["preset"] = preset
+    threads = threads if chosen.threaded else 1
+    return CompiledModel(ins, outs, program, timings, threads, notes, options, target, artifact)
 
 
 def compile_model(
@@ -275,6 +213,7 @@ def compile_model(
     threads: int = 1,
     preset: str | None = None,
     layout: str = "auto",
+    load: bool = True,
 ) -> CompiledModel:
     """Import an ONNX model (path or ModelProto) and compile it for `target`: "cpu", "opencl"
     or "cuda".
@@ -288,11 +227,13 @@ def compile_model(
     `schedules`: passes run on the kernels before the default schedules, e.g. the tuner's
     `autotune.apply_pass.tuned_schedules(db)` (for a GPU: `tuned_schedules(db, target=...,
     preset=...)`) or a hand-written `tile{sizes=... op=1}`.
+    `load=False` compiles without loading the code, nor needing a GPU target's device: for
+    `.save()` as a package to run elsewhere (the preset then defaults to "cuda", or for
+    OpenCL to this machine's device kind, "opencl-gpu" without one).
     """
-    if target not in TARGETS:
-        raise CompileError(f"unknown target '{target}' (available: {', '.join(TARGETS)})")
-    if target != "cpu":
-        check_available(target)  # before the work: no GPU, no point compiling for one
+    chosen = backend(target)  # an unknown target's error, before the work
+    if load:
+        chosen.check_available()  # no GPU, no point compiling for one
     t0 = time.perf_counter()
     module = import_model(model, input_shapes)
     t_import = time.perf_counter() - t0
@@ -304,6 +245,7 @@ def compile_model(
         target=target,
         preset=preset,
         layout=layout,
+        load=load,
     )
     compiled.timings = {"import": t_import, **compiled.timings}
     return compiled
@@ -353,6 +295,7 @@ def compile_report(
 
 
 __all__ = [
+    "TARGETS",
     "CompiledModel",
     "TensorSpec",
     "compile_model",
@@ -361,5 +304,7 @@ __all__ = [
     "import_model",
     "level_passes",
     "lower",
+    "lower_to_gpu",
     "make_context",
+    "run_passes",
 ]

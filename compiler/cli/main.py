@@ -117,6 +117,28 @@ def _write(text: str, output: str | None) -> None:
 
 
 def cmd_compile(args: argparse.Namespace) -> int:
+    if not args.timing:
+        return _cmd_compile(args)
+    import resource
+
+    from compiler.compile_timing import collecting
+
+    def cpu_s() -> float:
+        own, kids = (
+            resource.getrusage(w) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
+        )
+        return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+    cpu0 = cpu_s()
+    with collecting() as timer:  # every pass and machine-code step records its seconds
+        code = _cmd_compile(args)
+    sys.stderr.write(timer.report())
+    sys.stderr.write(f"  CPU seconds (this process and its workers): {cpu_s() - cpu0:.4f}\n")
+    return code
+
+
+def _cmd_compile(args: argparse.Namespace) -> int:
+    from compiler.compile_timing import timed
     from compiler.model import compile_report, import_model, lower
 
     t0 = time.perf_counter()
@@ -138,7 +160,8 @@ def cmd_compile(args: argparse.Namespace) -> int:
         _emit_gpu(args, shapes, optimize)
         return 0
     model = _model_arg(args.model)
-    module = import_model(model, shapes)
+    with timed("import"):
+        module = import_model(model, shapes)
     schedules = _schedules(args.db, args.threads)
     layout = _layout(args, model)
     if args.emit in LEVELS:
@@ -162,10 +185,9 @@ def cmd_compile(args: argparse.Namespace) -> int:
             threads=args.threads,
             layout=layout,
         )
-        _write(
-            compile_to_llvm_ir(module) if args.emit == "llvm-ir" else compile_to_asm(module),
-            args.output,
-        )
+        with timed(args.emit):
+            text = compile_to_llvm_ir(module) if args.emit == "llvm-ir" else compile_to_asm(module)
+        _write(text, args.output)
     if args.db:  # says nothing when the emitted level comes before the schedules
         _report_db_use(dict(module.attributes))
     if args.verbose:
@@ -185,20 +207,31 @@ def _compile_package(
             f"--emit {args.emit} prints one level; a {PACKAGE_SUFFIX} output is a package of "
             "machine code: drop --emit or name another output file"
         )
-    if args.target != "cpu":
-        raise UsageError(f"packages hold CPU code only so far (got --target {args.target})")
+    load = True
+    if args.target != "cpu":  # GPU code: compiled here, loaded (a check) only if it can run here
+        from compiler.backends.gpu.compile import unavailable_reason
+
+        _gpu_layout(args.layout)
+        load = unavailable_reason(args.target) is None
+    from compiler.compile_timing import active, timed
+
     model = _model_arg(args.model)
     compiled = compile_model(
         model,
         shapes,
+        target=args.target,
         optimize=optimize,
-        schedules=_schedules(args.db, args.threads),
+        schedules=_schedules(args.db, args.threads, args.target),
         threads=args.threads,
         layout=_layout(args, model),
+        load=load,
     )
+    if (timer := active()) is not None:  # the levels and machine code recorded themselves
+        timer.add_first("import", compiled.timings.get("import", 0.0))
     if args.db:
         _report_db_use(compiled.notes)
-    compiled.save(args.output)
+    with timed("write package"):
+        compiled.save(args.output)
     if args.verbose:
         print(f"package written to {args.output}", file=sys.stderr)
 
@@ -268,7 +301,6 @@ def _run_package(args: argparse.Namespace) -> int:
     from compiler.package import load_package
 
     for flag, given in (
-        ("--target", args.target != "cpu"),
         ("--input-shape", args.input_shape),
         ("--no-graph-opt", args.no_graph_opt),
         ("--db", args.db),
@@ -281,7 +313,7 @@ def _run_package(args: argparse.Namespace) -> int:
             )
     if args.threads is not None and args.threads < 1:
         raise UsageError(f"--threads must be at least 1 (got {args.threads})")
-    model = load_package(args.model, threads=args.threads)
+    model = load_package(args.model, threads=args.threads, target=args.target)
     _save_outputs(model.run(_load_npz(args.inputs)), args.output)
     return 0
 
@@ -289,6 +321,7 @@ def _run_package(args: argparse.Namespace) -> int:
 def cmd_run(args: argparse.Namespace) -> int:
     if args.model.endswith(PACKAGE_SUFFIX):
         return _run_package(args)
+    args.target = args.target or "cpu"
     from compiler.compile_cache import cached_compile, model_notes
 
     args.threads = 1 if args.threads is None else args.threads
@@ -717,7 +750,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--target",
         default="cpu",
         choices=TARGETS,
-        help="with --emit gpu: schedule the kernels for this kind of device (opencl, cuda)",
+        help="with --emit gpu: schedule the kernels for this kind of device (opencl, cuda); with "
+        f"-o X{PACKAGE_SUFFIX}: a package for it (compiled without the device if there is none)",
     )
     c.add_argument(
         "--layout",
@@ -725,6 +759,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="the convolutions' data layout on the CPU: NCHW[b]c blocks of b channels (auto: the "
         "vector width) or NCHW as imported; default: the one `ziggurat tune` recorded in --db, "
         "else auto",
+    )
+    c.add_argument(
+        "--timing",
+        action="store_true",
+        help="report the seconds of every level, pass and machine-code step on stderr",
     )
     c.set_defaults(fn=cmd_compile)
 
@@ -734,9 +773,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--output", required=True)
     r.add_argument(
         "--target",
-        default="cpu",
         choices=TARGETS,
-        help="this CPU, an OpenCL device (ZIGGURAT_OPENCL_DEVICE=P:D picks one), a CUDA GPU",
+        help="this CPU (default), an OpenCL device (ZIGGURAT_OPENCL_DEVICE=P:D picks one), a CUDA "
+        "GPU; for a package: refuse one compiled for another target",
     )
     r.add_argument("--input-shape", action="append", metavar="NAME=1x3x224x224")
     r.add_argument("--no-graph-opt", action="store_true", help="skip folding and fusion")

@@ -15,8 +15,6 @@ import tempfile
 import zipfile
 from typing import Any, Protocol
 
-from compiler.backends.llvm_cpu import jit
-from compiler.package import llvm_cpu
 from compiler.package.errors import PackageError
 from compiler.package.format import (
     FORMAT,
@@ -35,7 +33,9 @@ _ALIGN_EXTRA = 6  # the padding field's id, size and alignment
 
 
 class SavableModel(Protocol):
-    """What a package is made from: compiler.model.CompiledModel's fields."""
+    """What a package is made from: compiler.model.CompiledModel's fields (`target`, the
+    backend's name, and `artifact`, what it emitted; a model without them is a CPU one whose
+    program is its artifact)."""
 
     inputs: list[TensorSpec]
     outputs: list[TensorSpec]
@@ -46,14 +46,18 @@ class SavableModel(Protocol):
 
 
 def manifest_for(
-    model: SavableModel, backend: str, section: dict[str, Any], parts: dict[str, bytes]
+    model: SavableModel,
+    backend: str,
+    section: dict[str, Any],
+    parts: dict[str, bytes],
+    target: dict[str, Any],
 ) -> dict[str, Any]:
     return {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
         "ziggurat_version": ziggurat_version(),
         "backend": backend,
-        "target": llvm_cpu.target(),
+        "target": target,
         "inputs": [spec_to_json(s) for s in model.inputs],
         "outputs": [spec_to_json(s) for s in model.outputs],
         "threads": model.threads,
@@ -80,14 +84,22 @@ def _member(name: str, blob: bytes, zf: zipfile.ZipFile, at: int) -> None:
 
 
 def save_package(model: SavableModel, path: str | os.PathLike[str]) -> None:
-    """Write `model` (compiled for the CPU) as a package at `path`; PackageError if it cannot."""
+    """Write `model` as a package at `path`, through its backend's `pack`
+    (compiler/backends/registry.py); PackageError if it cannot."""
+    from compiler.backends.registry import BACKENDS  # not at import: the registry loads us
+
     shown = os.fspath(path)
-    if not isinstance(model.program, jit.LLVMCPUProgram):
-        raise PackageError(
-            shown, "only models compiled for the CPU (target cpu) can be saved as packages so far"
-        )
-    section, parts = llvm_cpu.pack(model.program)
-    manifest = manifest_for(model, llvm_cpu.BACKEND, section, parts)
+    target = getattr(model, "target", "cpu")
+    artifact = getattr(model, "artifact", None)
+    if target not in BACKENDS:
+        raise PackageError(shown, f"no backend saves models compiled for {target!r}")
+    backend = BACKENDS[target]
+    if artifact is None:
+        artifact = model.program
+    section, parts = backend.pack(shown, artifact)
+    manifest = manifest_for(
+        model, backend.package_backend, section, parts, backend.package_target(artifact)
+    )
     directory = os.path.dirname(os.path.abspath(shown))
     try:
         fd, tmp = tempfile.mkstemp(dir=directory, prefix=".zpkg-", suffix=".tmp")

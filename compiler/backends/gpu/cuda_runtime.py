@@ -1,7 +1,8 @@
 """A HostPlan and its kernels' CUDA C, run through pycuda behind the CPU's executable interface
 (`function("main")(*inputs, *outputs)`); the CUDA twin of opencl_runtime.py.
 
-Once, at construction: the build (pycuda's SourceModule, nvcc for the current device), one
+Once, at construction: the build (pycuda's SourceModule, nvcc for the current device; or, given
+PTX, as a CUDA package carries it, the driver's JIT through module_from_buffer), one
 prepared function per launch with its pointer arguments worked out (the root buffer's device
 address plus the BufferRef's byte shift: the KERNEL PARAMETER CONVENTION's `T* argk`), the
 weights' upload, one device allocation per input, per output and for the arena. A call copies
@@ -25,7 +26,7 @@ import numpy as np
 
 from compiler.backends.gpu.cuda_check import nvcc_path
 from compiler.backends.gpu.device_program import DeviceProgram
-from compiler.backends.gpu.host_plan import BufferRef, HostPlan
+from compiler.backends.gpu.plan import BufferRef, HostPlan
 from compiler.errors import CompileError
 
 DEVICE_ENV = "ZIGGURAT_CUDA_DEVICE"
@@ -55,6 +56,25 @@ def cuda_available() -> str | None:
     return None if count else "no CUDA device: the driver reports none"
 
 
+def device_arch(index: int | None = None) -> str:
+    """The SM architecture (`sm_90`) of CUDA device `index` (default: as CudaProgram picks)."""
+    device, _ = _device_context(index)
+    major, minor = device.compute_capability()
+    return f"sm_{major}{minor}"
+
+
+def device_name(index: int | None = None) -> str:
+    """The name of CUDA device `index` (default: as CudaProgram picks)."""
+    device, _ = _device_context(index)
+    return str(device.name())
+
+
+def _arch_number(arch: str) -> int | None:
+    """`sm_90` -> 90 (None when it is not of that form)."""
+    digits = arch.removeprefix("sm_").removeprefix("compute_")
+    return int(digits) if digits.isdigit() else None
+
+
 def _device_context(index: int | None) -> tuple[Any, Any]:
     """Device `index` (default: $ZIGGURAT_CUDA_DEVICE, else 0) and its primary context."""
     reason = cuda_available()
@@ -78,9 +98,11 @@ def _device_context(index: int | None) -> tuple[Any, Any]:
 
 class CudaProgram(DeviceProgram):
     """`plan`'s @main with the kernels of `source` (CUDA C, `extern "C" __global__`) on CUDA
-    device `device` (default: $ZIGGURAT_CUDA_DEVICE, else 0). CompileError for an nvcc error
-    (with its diagnostics), a kernel missing from the source or a block size or grid the
-    device or kernel cannot take."""
+    device `device` (default: $ZIGGURAT_CUDA_DEVICE, else 0). Given `ptx` (the source compiled
+    by cuda_check.cuda_to_ptx for `arch`), that is loaded instead and nvcc is not run.
+    CompileError for an nvcc error (with its diagnostics), PTX for a newer architecture than
+    the device's, a kernel missing from the source or a block size or grid the device or kernel
+    cannot take."""
 
     def __init__(
         self,
@@ -88,6 +110,8 @@ class CudaProgram(DeviceProgram):
         source: str,
         device: int | None = None,
         options: Sequence[str] = (),
+        ptx: str | None = None,
+        arch: str | None = None,
     ):
         t0 = time.perf_counter()
         self.device, self._context = _device_context(device)  # CompileError without CUDA
@@ -95,6 +119,8 @@ class CudaProgram(DeviceProgram):
 
         self.plan = plan
         self.source = source
+        self.ptx = ptx
+        self.arch = arch
         self.device_name: str = self.device.name()
         self._allocations: list[Any] = []
         with self._active():
@@ -130,6 +156,8 @@ class CudaProgram(DeviceProgram):
         import pycuda.driver as cuda
         from pycuda.compiler import SourceModule
 
+        if self.ptx is not None:
+            return self._load_ptx(self.ptx)
         try:
             return SourceModule(
                 self.source, nvcc=nvcc_path() or "nvcc", no_extern_c=True, options=options
@@ -141,6 +169,24 @@ class CudaProgram(DeviceProgram):
         except cuda.Error as e:  # module load: too much shared memory, wrong arch...
             raise CompileError(
                 f"CUDA: loading the module failed on {self.device_name}: {e}"
+            ) from None
+
+    def _load_ptx(self, ptx: str) -> Any:
+        """The PTX JIT-compiled by the driver for this device (no nvcc), if it is for this
+        device's architecture or an older one."""
+        import pycuda.driver as cuda
+
+        major, minor = self.device.compute_capability()
+        wanted = _arch_number(self.arch or "")
+        if wanted is not None and wanted > major * 10 + minor:
+            raise CompileError(
+                f"CUDA: the PTX is for {self.arch}; {self.device_name} is sm_{major}{minor}"
+            )
+        try:
+            return cuda.module_from_buffer(ptx.encode())
+        except cuda.Error as e:
+            raise CompileError(
+                f"CUDA: loading the PTX failed on {self.device_name}: {e}".replace("\n", " ")
             ) from None
 
     def _alloc(self, nbytes: int) -> Any:

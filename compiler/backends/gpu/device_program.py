@@ -29,6 +29,9 @@ class DeviceProgram:
         its arguments: the tuner's runner reads them all back)."""
         raise NotImplementedError
 
+    def close(self) -> None:
+        """Free the device memory now rather than when collected (it cannot run after)."""
+
     def function(self, name: str) -> Callable[..., None]:
         """The callable for `name` (only "main"): `(*inputs, *outputs)`, numpy arrays."""
         if name != "main":

@@ -1,5 +1,6 @@
 """The gpu-level @main, read once into plain data: buffers, weights, arena size and launches.
 
+The plan's classes live in plan.py (no xDSL: packages load them); they are re-exported here.
 The GPU runtimes (opencl_runtime.py, cuda_runtime.py) run @main without walking IR per call:
 @main only fetches weights, carves the arena into views and launches kernels, so it reduces to
 a list of launches whose arguments are (root buffer, byte shift) pairs. A view op keeps its
@@ -12,10 +13,8 @@ given by the caller (`num_inputs`, from the model's signature).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from math import prod
-from typing import Any, Literal
 
 import numpy as np
 from xdsl.dialects import arith, func, gpu, memref
@@ -28,7 +27,8 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Operation, SSAValue
 
-from compiler.errors import CompileError, InputError
+from compiler.backends.gpu.plan import BufferKind, BufferRef, BufferSpec, HostPlan, Launch
+from compiler.errors import CompileError
 from dialects.attributes import NAME_ATTR
 from dialects.dense import dense_to_numpy, numpy_dtype
 from passes.analysis.main_function import main_function
@@ -36,93 +36,6 @@ from passes.analysis.main_function import main_function
 
 class HostPlanError(CompileError):
     """@main holds something the GPU runtimes cannot run (an unknown op, a dynamic size...)."""
-
-
-BufferKind = Literal["input", "output", "weight", "arena"]
-
-
-@dataclass(frozen=True)
-class BufferRef:
-    """A kernel argument: the device buffer holding its root and the byte shift into it.
-
-    `key`: the input's or output's position among the inputs or outputs, the weight's global
-    name, or 0 for the (single) arena."""
-
-    kind: BufferKind
-    key: int | str
-    byte_offset: int = 0
-
-
-@dataclass(frozen=True)
-class BufferSpec:
-    """One of @main's arguments: an input or an output buffer."""
-
-    name: str
-    shape: tuple[int, ...]
-    dtype: np.dtype[Any]
-
-    @property
-    def nbytes(self) -> int:
-        return prod(self.shape) * self.dtype.itemsize
-
-
-@dataclass(frozen=True)
-class Launch:
-    """One gpu.launch_func: kernel name (the gpu.func's sym_name), grid and block (x, y, z)."""
-
-    kernel: str
-    grid: tuple[int, int, int]
-    block: tuple[int, int, int]
-    args: tuple[BufferRef, ...]
-
-
-@dataclass(frozen=True, eq=False)
-class HostPlan:
-    """What running @main on a GPU takes (no xDSL objects: it outlives the module)."""
-
-    inputs: tuple[BufferSpec, ...]
-    outputs: tuple[BufferSpec, ...]
-    weights: dict[str, np.ndarray] = field(default_factory=dict)
-    """Global name -> its data (C-contiguous, the global's shape and dtype), first use first."""
-    arena_bytes: int = 0
-    launches: tuple[Launch, ...] = ()
-
-    def check_arguments(self, arrays: Sequence[Any]) -> None:
-        """InputError unless `arrays` are the inputs then the outputs, as @main takes them:
-        C-contiguous numpy arrays of the plan's shapes and dtypes, the outputs writeable."""
-        specs = [*self.inputs, *self.outputs]
-        if len(arrays) != len(specs):
-            raise InputError(
-                f"main takes {len(self.inputs)} input and {len(self.outputs)} output arrays, "
-                f"got {len(arrays)} arrays"
-            )
-        for i, (a, spec) in enumerate(zip(arrays, specs)):
-            what = f"{'input' if i < len(self.inputs) else 'output'} '{spec.name}'"
-            if not isinstance(a, np.ndarray):
-                raise InputError(f"{what} is a {type(a).__name__}, not a numpy array")
-            if a.dtype != spec.dtype or tuple(a.shape) != spec.shape:
-                raise InputError(
-                    f"{what} is {a.dtype}{list(a.shape)}; main expects {spec.dtype}{list(spec.shape)}"
-                )
-            if not a.flags.c_contiguous:
-                raise InputError(f"{what} is not C-contiguous")
-            if i >= len(self.inputs) and not a.flags.writeable:
-                raise InputError(f"{what} is read-only")
-
-    def input_arrays(self, feeds: Sequence[Any] | Mapping[str, Any]) -> list[np.ndarray]:
-        """The input arrays, in order, from a sequence or from a mapping by input name, as
-        C-contiguous arrays of the plan's dtypes (InputError for a missing or unknown name)."""
-        if isinstance(feeds, Mapping):
-            unknown = sorted(set(feeds) - {s.name for s in self.inputs})
-            missing = [s.name for s in self.inputs if s.name not in feeds]
-            if unknown or missing:
-                raise InputError(f"feeds: unknown inputs {unknown}, missing inputs {missing}")
-            feeds = [feeds[s.name] for s in self.inputs]
-        arrays = [np.ascontiguousarray(a) for a in feeds]
-        if len(arrays) != len(self.inputs):
-            raise InputError(f"main takes {len(self.inputs)} inputs, got {len(arrays)}")
-        self.check_arguments([*arrays, *(np.empty(s.shape, s.dtype) for s in self.outputs)])
-        return arrays
 
 
 _VIEW_OPS = (
@@ -375,3 +288,14 @@ def build_plan(module: ModuleOp, num_inputs: int) -> HostPlan:
             "@main has more than one block; the GPU runtimes need straight-line code"
         )
     return _Reader(module, main, num_inputs).read()
+
+
+__all__ = [
+    "BufferKind",
+    "BufferRef",
+    "BufferSpec",
+    "HostPlan",
+    "HostPlanError",
+    "Launch",
+    "build_plan",
+]

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from compiler.backends.gpu.device_program import DeviceProgram
-from compiler.backends.gpu.host_plan import BufferRef, HostPlan
+from compiler.backends.gpu.plan import BufferRef, HostPlan
 from compiler.errors import CompileError
 
 DEVICE_ENV = "ZIGGURAT_OPENCL_DEVICE"
@@ -241,3 +241,11 @@ class OpenCLProgram(DeviceProgram):
             (name, 0.0 if ev is None else (ev.profile.end - ev.profile.start) * 1e-9)
             for name, ev in events
         ]
+
+    def close(self) -> None:
+        """Release the device buffers now rather than when collected (it cannot run after)."""
+        if self.arena is None:
+            return
+        for buf in [*self.weights.values(), *self.inputs, *self.outputs, self.arena]:
+            buf.release()
+        self.weights, self.inputs, self.outputs, self.arena = {}, [], [], None

@@ -131,7 +131,6 @@ def test_threads_option(
         ["--db", "t.jsonl"],
         ["--layout", "NCHW"],
         ["--no-graph-opt"],
-        ["--target", "opencl"],
         ["--input-shape", "input=1x64"],
     ],
 )
@@ -143,6 +142,24 @@ def test_compile_options_do_not_apply_to_a_package(
         f"{option[0]} does not apply to a package, which holds compiled code: give it to "
         f"`ziggurat compile MODEL -o {package}`"
     )
+
+
+def test_a_package_for_another_target(
+    package: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """`run X.zpkg --target T` checks the package's target (GPU packages: test_gpu_packages.py)."""
+    line = error_line(
+        capsys,
+        "run",
+        package,
+        "--inputs",
+        "i.npz",
+        "--output",
+        tmp_path / "o.npz",
+        "--target",
+        "opencl",
+    )
+    assert line == f"{package}: is a package for cpu, not for opencl"
 
 
 def test_a_refused_package(
@@ -179,8 +196,18 @@ def test_compile_to_a_package_prints_no_level(tmp_path: Path, capsys) -> None:
         "--emit loops prints one level; a .zpkg output is a package of machine code: drop --emit "
         "or name another output file"
     )
-    line = error_line(capsys, "compile", "zoo:mlp", "--target", "cuda", "-o", tmp_path / "m.zpkg")
-    assert line == "packages hold CPU code only so far (got --target cuda)"
+    line = error_line(
+        capsys,
+        "compile",
+        "zoo:mlp",
+        "--target",
+        "cuda",
+        "--layout",
+        "NCHW8c",
+        "-o",
+        tmp_path / "m.zpkg",
+    )
+    assert line == "--layout NCHW8c is for the CPU; GPU kernels read NCHW"
     line = error_line(capsys, "compile", "zoo:mlp", "-o", tmp_path / "no" / "m.zpkg")
     assert (
         line == f"{tmp_path / 'no' / 'm.zpkg'}: cannot write the package: No such file or directory"

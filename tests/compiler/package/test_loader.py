@@ -135,10 +135,12 @@ def test_one_package_loaded_twice(mlp_package: Path) -> None:
 
 
 def test_another_backend_is_refused(mlp_package: Path, tmp_path: Path) -> None:
-    path = rewrite(mlp_package, tmp_path / "m.zpkg", lambda m: m.update(backend="cuda"))
+    path = rewrite(mlp_package, tmp_path / "m.zpkg", lambda m: m.update(backend="rocm"))
     with pytest.raises(PackageError) as e:
         load_package(path)
-    assert str(e.value) == f"{path}: is for backend 'cuda'; this ziggurat loads llvm-cpu"
+    assert (
+        str(e.value) == f"{path}: is for backend 'rocm'; this ziggurat loads llvm-cpu, opencl, cuda"
+    )
 
 
 def test_a_main_of_another_type_is_refused(mlp_package: Path, tmp_path: Path) -> None:

@@ -111,13 +111,13 @@ def test_unwritable_path(mlp: tuple[onnx.ModelProto, CompiledModel, Path], tmp_p
     assert [p.name for p in tmp_path.iterdir()] == ["d.zpkg"]  # no temporary file left
 
 
-def test_only_cpu_code(tmp_path: Path) -> None:
+def test_only_compiled_code(tmp_path: Path) -> None:
     gpu_like = SimpleNamespace(inputs=[], outputs=[], program=object(), threads=1, notes={})
     with pytest.raises(PackageError) as e:
         save_package(gpu_like, tmp_path / "g.zpkg")  # type: ignore[arg-type]
     assert str(e.value) == (
-        f"{tmp_path / 'g.zpkg'}: only models compiled for the CPU (target cpu) can be saved as "
-        "packages so far"
+        f"{tmp_path / 'g.zpkg'}: holds no compiled code that a package can hold (compile it with "
+        "compile_model)"
     )
 
 
