@@ -49,6 +49,7 @@ distributed = pytest.importorskip(
 import dask  # noqa: E402  (after the skip: dask comes with distributed)
 
 import autotune.distributed as zdist  # noqa: E402
+import autotune.distributed.measurer as zmeasurer  # noqa: E402
 from autotune.distributed import DaskMeasurer, DaskSetupError, common_target  # noqa: E402
 from compiler import zoo  # noqa: E402
 
@@ -485,9 +486,9 @@ def no_connection(monkeypatch: pytest.MonkeyPatch) -> list[str]:
             raise AssertionError(f"connected to {address}")
 
     monkeypatch.setattr(distributed, "Client", NoConnect)
-    monkeypatch.setattr(zdist, "_safe_client_class", lambda: NoConnect, raising=False)
+    monkeypatch.setattr(zmeasurer, "_safe_client_class", lambda: NoConnect, raising=False)
     # a loopback port with nothing on it is refused before the client (see test_main.py)
-    monkeypatch.setattr(zdist, "probe_address", lambda address, timeout=0.0: None)
+    monkeypatch.setattr(zmeasurer, "probe_address", lambda address, timeout=0.0: None)
     return attempts
 
 

@@ -11,8 +11,8 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from compiler.frontend import importer
 from compiler.frontend.errors import FrontendError
+from compiler.frontend.importer import graph_walk
 from compiler.frontend.onnx import import_onnx
 from compiler.model import compile_model
 from tests.support.references import assert_outputs_match
@@ -323,7 +323,7 @@ def test_loop_errors():
 
 
 def test_the_subgraph_node_budget(monkeypatch):
-    monkeypatch.setattr(importer, "MAX_SUBGRAPH_NODES", 50)
+    monkeypatch.setattr(graph_walk, "MAX_SUBGRAPH_NODES", 50)
     m = loop_model(
         _count_body(), 30, True, ["v0"], [("v", F, [2])], [("x", F, [2]), ("v0", F, [2])]
     )

@@ -208,13 +208,13 @@ def test_string_pools_and_other_inputs_are_refused():
 
 
 def test_a_too_large_match_is_refused(monkeypatch):
-    monkeypatch.setattr("compiler.frontend.importer.MAX_COMPOSED_ELEMENTS", 100)
+    monkeypatch.setattr("compiler.frontend.importer.values.MAX_COMPOSED_ELEMENTS", 100)
     message = refused(tfidf("y", {**BASE, "max_skip_count": 2}))
     assert "needs an intermediate of" in message and "over the limit of 100" in message
 
 
 def test_a_too_large_column_sum_is_refused(monkeypatch):
-    monkeypatch.setattr("compiler.frontend.importer.MAX_COMPOSED_ELEMENTS", 50)
+    monkeypatch.setattr("compiler.frontend.importer.values.MAX_COMPOSED_ELEMENTS", 50)
     cfg = dict(mode="TF", min_gram_length=1, max_gram_length=1, max_skip_count=0)
     node = tfidf("y", {**cfg, "counts": [0], "indexes": [0] * 50}, pool=list(range(50)))
     message = refused(node, shape=[1, 1])
