@@ -7,15 +7,16 @@ back to the scheduler, which moves the budget to where it shortens the model's l
 
 from __future__ import annotations
 
-import sys
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 
 from autotune.database import Database
 from autotune.measure.interfaces import Measurer
+from autotune.progress import TuneDisplay
 from autotune.task import Task, anchor_info
 from autotune.task_scheduler import GradientTaskScheduler
 from autotune.transfer import transfer_model
-from autotune.tuner import TaskTuneResult, print_progress, tune_task
+from autotune.tuner import TaskTuneResult, tune_task
 from autotune.tuning_target import CpuTuningTarget, TuningTarget
 from compiler.errors import ZigguratError
 
@@ -28,20 +29,36 @@ class ModelTuneSummary:
 
     def table(self) -> str:
         """One row per task; `vs default` is the best record's time over the default schedule's
-        timed beside it (`-`: not paired), `kept` where the default stays (no record beat it)."""
+        timed beside it (`-`: not paired), `kept` where the default stays (no record beat it).
+        A task the budget did not reach reads `not tuned`, one with no correct measurement
+        `none correct`; the count of either follows the table."""
         rows = [
             f"{'task':<44}{'weight':>7}{'trials':>8}{'best GFLOP/s':>14}{'latency us':>12}"
             f"{'vs default':>16}"
         ]
+        untuned = failed = 0
         for t in self.tasks:
             r = self.results.get(t.workload_key)
+            trials = self.trials.get(t.workload_key, 0)
             g = r.best_gflops if r else 0.0
-            lat = t.flops / g / 1e3 if g > 0 else float("nan")
+            head = f"{t.name[:43]:<44}{t.weight:>7}{trials:>8}"
+            if g <= 0:  # no latency to show
+                why = "none correct" if trials else "not tuned"
+                if trials:
+                    failed += 1
+                else:
+                    untuned += 1
+                rows.append(f"{head}{why:>14}{'-':>12}{'-':>16}")
+                continue
             v = r.vs_default if r else None
             vs = "-" if v is None else f"{v:.2f}x" + (" (kept)" if v >= 1.0 else "")
+            rows.append(f"{head}{g:>14.1f}{t.flops / g / 1e3:>12.1f}{vs:>16}")
+        if untuned:
+            rows.append(f"{untuned} of {len(self.tasks)} tasks not tuned: more --trials reach them")
+        if failed:
             rows.append(
-                f"{t.name[:43]:<44}{t.weight:>7}{self.trials.get(t.workload_key, 0):>8}{g:>14.1f}"
-                f"{lat:>12.1f}{vs:>16}"
+                f"{failed} of {len(self.tasks)} tasks without a correct measurement: "
+                "compiled with their default schedule"
             )
         return "\n".join(rows)
 
@@ -90,45 +107,48 @@ def tune_tasks(
     db.check_writable()  # a read-only or misnamed database fails now, not after the first batch
     scheduler = GradientTaskScheduler(tasks, trials, batch, seed=seed)
     best_latency: dict[int, float] = {}
-    while True:
-        i = scheduler.next_task(best_latency)
-        if i is None:
-            break
-        task = tasks[i]
-        granted = scheduler.last_batch
-        base = None
-        if transfer and tuner == "xgb":
-            base = transfer_model(db, infos, exclude=task.workload_key, seed=seed, target=target)
-        result = tune_task(
-            task,
-            infos[task.workload_key],
-            db,
-            granted,
-            tuner=tuner,
-            seed=seed + summary.trials.get(task.workload_key, 0),
-            batch=batch,
-            task_index=i,
-            task_count=len(tasks),
-            progress=print_progress if progress else None,
-            base_model=base,
-            measurer=measurer,
-            target=target,
-        )
-        used = len(result.curve)
-        summary.trials[task.workload_key] = summary.trials.get(task.workload_key, 0) + used
-        old = summary.results.get(task.workload_key)
-        if old is None or result.best_gflops >= old.best_gflops:
-            if old is not None:
-                result.curve = old.curve + result.curve
-            summary.results[task.workload_key] = result
-        else:
-            old.curve.extend(max(old.best_gflops, g) for g in result.curve)
-        if result.best_gflops > 0:
-            best_latency[i] = task.flops / (result.best_gflops * 1e9)
-        if used < granted:  # the space is exhausted
-            scheduler.mark_exhausted(i, granted - used)
-    if progress:
-        sys.stderr.write("\n")
+    display = TuneDisplay(trials, len(tasks)) if progress else None
+    with display or nullcontext():
+        while (i := scheduler.next_task(best_latency)) is not None:
+            task = tasks[i]
+            granted = scheduler.last_batch
+            base = None
+            if transfer and tuner == "xgb":
+                base = transfer_model(
+                    db, infos, exclude=task.workload_key, seed=seed, target=target
+                )
+            if display is not None:
+                display.begin(i, task.name)
+            result = tune_task(
+                task,
+                infos[task.workload_key],
+                db,
+                granted,
+                tuner=tuner,
+                seed=seed + summary.trials.get(task.workload_key, 0),
+                batch=batch,
+                task_index=i,
+                task_count=len(tasks),
+                progress=display,
+                base_model=base,
+                measurer=measurer,
+                target=target,
+            )
+            if display is not None:
+                display.end()
+            used = len(result.curve)
+            summary.trials[task.workload_key] = summary.trials.get(task.workload_key, 0) + used
+            old = summary.results.get(task.workload_key)
+            if old is None or result.best_gflops >= old.best_gflops:
+                if old is not None:
+                    result.curve = old.curve + result.curve
+                summary.results[task.workload_key] = result
+            else:
+                old.curve.extend(max(old.best_gflops, g) for g in result.curve)
+            if result.best_gflops > 0:
+                best_latency[i] = task.flops / (result.best_gflops * 1e9)
+            if used < granted:  # the space is exhausted
+                scheduler.mark_exhausted(i, granted - used)
     return summary
 
 

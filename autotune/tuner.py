@@ -8,7 +8,6 @@ database as it comes (so an interrupted run loses nothing and resumes), and the 
 from __future__ import annotations
 
 import random
-import sys
 import time
 import warnings
 from collections.abc import Callable, Mapping, Sequence
@@ -21,37 +20,11 @@ from autotune.cost_model import XGBCostModel
 from autotune.database import Database, comparable_costs
 from autotune.knob_space import KnobSpace
 from autotune.measure import Measurer, MeasureResult, implausible
+from autotune.progress import TuneDisplay, TuneProgress
 from autotune.record import TUNER, WORKERS, Config, TuningRecord
 from autotune.search import RandomSearch, SearchStrategy, SimulatedAnnealing
 from autotune.task import Task
 from autotune.tuning_target import CPU, CpuTuningTarget, TuningTarget
-
-
-@dataclass
-class TuneProgress:
-    """What a progress line shows for one task."""
-
-    task_index: int
-    task_count: int
-    trials_done: int
-    trials_total: int
-    current_gflops: float
-    best_gflops: float
-    elapsed_s: float
-
-    @property
-    def eta_s(self) -> float:
-        if self.trials_done == 0:
-            return float("nan")
-        return self.elapsed_s / self.trials_done * (self.trials_total - self.trials_done)
-
-    def line(self) -> str:
-        eta = "?" if self.eta_s != self.eta_s else f"{self.eta_s:5.0f}s"
-        return (
-            f"task {self.task_index + 1}/{self.task_count}  trials {self.trials_done}/{self.trials_total}  "
-            f"current {self.current_gflops:7.1f} GFLOP/s  best {self.best_gflops:7.1f} GFLOP/s  "
-            f"elapsed {self.elapsed_s:5.0f}s  left {eta}"
-        )
 
 
 @dataclass
@@ -132,11 +105,6 @@ def rescaled_to_tuner(records: list[TuningRecord], costs: list[float]) -> list[f
     return [c * f if r.paired else c for r, c in zip(records, costs, strict=True)]
 
 
-def print_progress(p: TuneProgress) -> None:
-    sys.stderr.write("\r" + p.line())
-    sys.stderr.flush()
-
-
 def tune_task(
     task: Task,
     info,
@@ -147,7 +115,7 @@ def tune_task(
     batch: int = 16,
     task_index: int = 0,
     task_count: int = 1,
-    progress: Callable[[TuneProgress], None] | None = print_progress,
+    progress: Callable[[TuneProgress], None] | bool | None = True,
     measurer: Measurer | None = None,
     base_model: XGBCostModel | None = None,
     start_with_default: bool = True,
@@ -170,7 +138,34 @@ def tune_task(
     (`recheck_locally`) and recorded with this machine's costs (TIMED_ON: TUNER); the others
     keep the workers' (WORKERS), and the GFLOP/s shown are on this machine's scale
     (`rescaled_to_tuner`).
+
+    `progress` is called with each measurement (a `TuneProgress`, once its record is in `db`);
+    True shows them on stderr (autotune/progress.py: a bar on a terminal, plain lines in a
+    log), False or None nothing.
     """
+    if progress is True:
+        with TuneDisplay(trials, task_count) as display:
+            display.begin(task_index, task.name)
+            tuned = tune_task(
+                task,
+                info,
+                db,
+                trials,
+                tuner=tuner,
+                seed=seed,
+                batch=batch,
+                task_index=task_index,
+                task_count=task_count,
+                progress=display,
+                measurer=measurer,
+                base_model=base_model,
+                start_with_default=start_with_default,
+                threads=threads,
+                target=target,
+            )
+            display.end()
+        return tuned
+    report = progress or None
     target = target or CpuTuningTarget(threads)
     threads = target.threads
     measure = autotune.measure.measure
@@ -238,7 +233,8 @@ def tune_task(
         # where they ran: a remote measurer (autotune.distributed) names its workers' target;
         # None (a LocalMeasurer) leaves it to the database, which writes this host's
         where = measurer.target
-        for config, result in zip(configs, results):
+        in_batch = min(len(configs), len(results))
+        for j, (config, result) in enumerate(zip(configs, results)):
             if remote:  # a worker's word is not enough: a timing beyond the device is refused
                 result = implausible(result, task.flops, peak)
                 if not target.pairs_baselines and result.baseline_costs:
@@ -266,10 +262,17 @@ def tune_task(
                 best_config = records[ys.index(best)].config
             curve.append(best)
             done += 1
-            if progress is not None:
-                progress(
+            if report is not None:
+                report(
                     TuneProgress(
-                        task_index, task_count, done, trials, g, best, time.perf_counter() - start
+                        task_index,
+                        task_count,
+                        done,
+                        trials,
+                        g,
+                        best,
+                        time.perf_counter() - start,
+                        batch_left=in_batch - 1 - j,
                     )
                 )
         if model is not None:
