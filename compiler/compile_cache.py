@@ -138,6 +138,19 @@ def _version(dist: str) -> str:
         return "unknown"
 
 
+def _model_digest(model: str | Path | Any) -> str:
+    """SHA-256 of the model: of the file's bytes when it is a file that keeps all its data
+    inside (no `location` of external data in it: the common case, and a warm hit then costs
+    one read instead of parsing and re-serializing hundreds of MB), else of the parsed model
+    with its external data read in (weights in another file count too)."""
+    if isinstance(model, (str, Path)) and Path(model).is_file():
+        data = Path(model).read_bytes()
+        if b"location" not in data:
+            return hashlib.sha256(data).hexdigest()  # = the parsed model's, as onnx.save wrote it
+    proto = load_model(model)
+    return hashlib.sha256(proto.SerializeToString(deterministic=True)).hexdigest()
+
+
 def cache_key(
     model: str | Path | Any,
     input_shapes: Mapping[str, list[int]] | None = None,
@@ -149,9 +162,8 @@ def cache_key(
     """The SHA-256 naming a model's entry: see the module's docstring for what goes in."""
     import llvmlite.binding as llvm
 
-    proto = load_model(model)  # external data read in: weights in another file count too
     parts = {
-        "model": hashlib.sha256(proto.SerializeToString(deterministic=True)).hexdigest(),
+        "model": _model_digest(model),
         "input_shapes": {k: list(v) for k, v in sorted((input_shapes or {}).items())},
         "optimize": bool(optimize),
         "layout": layout,

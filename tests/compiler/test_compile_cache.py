@@ -129,6 +129,24 @@ def test_what_the_code_depends_on_changes_the_key(
     assert key(mlp, schedules=[f'autotune{{db="{db}"}}']) != with_db
 
 
+def test_external_data_is_part_of_the_key(
+    tmp_path: Path, cache: Path, mlp: onnx.ModelProto
+) -> None:
+    """A file without external data is keyed by its bytes (no parse on a warm hit); one with
+    external data by the model with its data read in: editing the data file changes the key."""
+    path = tmp_path / "mlp.onnx"
+    external = onnx.ModelProto()
+    external.CopyFrom(mlp)  # onnx.save moves the data out of the proto it is given
+    onnx.save(external, path, save_as_external_data=True, location="mlp.data", size_threshold=0)
+    before = compile_cache.cache_key(path)
+    assert before == compile_cache.cache_key(path)
+    data = tmp_path / "mlp.data"
+    raw = bytearray(data.read_bytes())
+    raw[0] ^= 0xFF
+    data.write_bytes(bytes(raw))
+    assert compile_cache.cache_key(path) != before
+
+
 def test_a_different_option_misses(
     cache: Path, mlp: onnx.ModelProto, monkeypatch: pytest.MonkeyPatch
 ) -> None:
