@@ -124,3 +124,46 @@ def test_the_checker_sees_violations(tmp_path):
         "def f():\n    from compiler.model import lower\n\nX = 'autotune.tuner:Tuner'\n"
     )
     assert _imports("dialects.probe", probe) == {"compiler.model", "autotune.tuner"}
+
+
+SEPARATE_LOWERINGS = ("passes.conversions.linalg_to_loops", "passes.conversions.linalg_to_gpu")
+"""The CPU and GPU lowerings are siblings: what both need is in passes.conversions.loop_codegen
+(as IREE's Codegen/Common serves LLVMCPU and LLVMGPU), which imports neither."""
+
+
+def _within(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
+
+
+def test_the_lowerings_share_loop_codegen_and_not_each_other():
+    shared = "passes.conversions.loop_codegen"
+    wrong = [
+        f"{src} imports {dst}"
+        for src, dst in GRAPH.edges
+        for target in SEPARATE_LOWERINGS
+        if _within(dst, target)
+        and not _within(src, target)
+        and any(_within(src, p) for p in (*SEPARATE_LOWERINGS, shared))
+    ]
+    assert not wrong, "\n".join(sorted(wrong))
+
+
+def test_no_private_names_across_packages():
+    """`from X import _name`, X a module of another package of ours, reaches into X's
+    internals (private names of xDSL and onnx that we work around are another matter)."""
+    wrong = []
+    for name, path in MODULES.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if not (isinstance(node, ast.ImportFrom) and not node.level and node.module):
+                continue
+            if node.module.split(".")[0] not in PACKAGES:
+                continue
+            is_package = (REPO / node.module.replace(".", "/") / "__init__.py").exists()
+            owner = node.module if is_package else node.module.rpartition(".")[0]
+            if _within(package, owner):
+                continue
+            private = [a.name for a in node.names if a.name.startswith("_")]
+            if private:
+                wrong.append(f"{name}: from {node.module} import {', '.join(private)}")
+    assert not wrong, "\n".join(sorted(wrong))

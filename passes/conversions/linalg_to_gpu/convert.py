@@ -1,7 +1,7 @@
 """The `convert-linalg-to-gpu` pass: outlined kernel functions -> gpu.module kernels + launches.
 
 Each kernel function (outline-kernels made them) holds one or more linalg nests run in order;
-on a GPU each nest (a reduction with the generics fused into it, see linalg_to_loops/fusion.py)
+on a GPU each nest (a reduction with the generics fused into it, see loop_codegen/fusion.py)
 becomes one `gpu.func` kernel of `gpu.module @kernels`, and each `func.call` of the function in
 @main becomes the `gpu.launch_func`s of its nests, in order (a launch boundary is the only
 barrier between all the threads of a grid). The kernel bodies come from nest.py.
@@ -10,7 +10,7 @@ barrier between all the threads of a grid). The kernel bodies come from nest.py.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from xdsl.builder import Builder
 from xdsl.context import Context
@@ -37,8 +37,8 @@ from dialects.sched import SCHEDULE_ATTR_NAME
 from passes.analysis.kernel_access import KernelAnalysisError, analyze_kernel
 from passes.analysis.main_function import main_function
 from passes.conversions.linalg_to_gpu.nest import GpuLoopNestGenerator
-from passes.conversions.linalg_to_loops.convert import _fills_to_generics, plan_fusion
-from passes.conversions.linalg_to_loops.fusion import Fusion
+from passes.conversions.loop_codegen.fills import fills_to_generics
+from passes.conversions.loop_codegen.fusion import Fusion, fused_schedule, plan_fusion
 from passes.schedule.attached import schedule_of, set_schedule
 from passes.schedule.gpu_default import gpu_default_schedule
 from passes.schedule.gpu_rules import check_gpu_schedule
@@ -65,7 +65,7 @@ def _nests(fn: func.FuncOp) -> list[tuple[int, Fusion | None]]:
     """Each nest of the function: the index of its main generic (in walk order), its fusion."""
     generics = [o for o in fn.walk() if isinstance(o, linalg.GenericOp)]
     plans = plan_fusion(generics)
-    fused = {s for f in plans.values() for s in [f.prologue, *f.epilogues] if s is not None}
+    fused = {g for f in plans.values() for g in f.generics()}
     return [(i, plans.get(g)) for i, g in enumerate(generics) if g not in fused]
 
 
@@ -112,7 +112,7 @@ class _KernelBuilder:
                     f"convert-linalg-to-gpu: @{fn.sym_name.data} reads the global "
                     f"@{op.name_.root_reference.data} inside a kernel; pass it as an argument"
                 )
-        _fills_to_generics(fn)  # type: ignore[arg-type]
+        fills_to_generics(fn, "convert-linalg-to-gpu")
         for g in fn.walk():  # fusion is planned on the schedules the nests will have
             if isinstance(g, linalg.GenericOp) and SCHEDULE_ATTR_NAME not in g.attributes:
                 try:
@@ -140,9 +140,7 @@ class _KernelBuilder:
         mapping: dict[Operation, Operation] = dict(zip(originals, copies, strict=True))
         kernel: linalg.GenericOp = copies[index]
         fused = _clone_fusion(fusion, mapping)
-        keep = {kernel} | (
-            set() if fused is None else {s for s in [fused.prologue, *fused.epilogues] if s}
-        )
+        keep = {kernel} | (set() if fused is None else set(fused.generics()))
         for op in copies:
             if op not in keep:
                 op.detach()
@@ -157,13 +155,7 @@ class _KernelBuilder:
             return None
         sched = schedule_of(kernel, info)  # attached above
         if fused is not None:  # as on the CPU: fused stages see one reduction loop's tiles
-            reductions = [
-                d
-                for d in sched.order
-                if info.iterators[d] == "reduction" and 0 < sched.tile[d] < info.extents[d]
-            ]
-            tile = tuple(0 if d in reductions[1:] else t for d, t in enumerate(sched.tile))
-            sched = replace(sched, tile=tile)
+            sched = fused_schedule(sched, info)
         try:
             mapping_ = check_gpu_schedule(sched, info, self.target)
         except ValueError as e:

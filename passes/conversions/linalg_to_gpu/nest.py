@@ -10,8 +10,8 @@
 With a reduction split (split.py) the thread id is (output group, lane): the group takes the
 register tile, the lanes share its reduction.
 
-Everything inside a thread's register tile, and the reduction tiling around it, is the CPU
-generator's (passes/conversions/linalg_to_loops/), so fusion and body generation are one code.
+Everything inside a thread's register tile, and the reduction tiling around it, is shared with
+the CPU generator (passes/conversions/loop_codegen/), so fusion and body generation are one code.
 """
 
 from __future__ import annotations
@@ -25,14 +25,14 @@ from dialects.sched import Schedule
 from passes.analysis.kernel_access import KernelInfo
 from passes.conversions.linalg_to_gpu.split import SplitRegisterTile
 from passes.conversions.linalg_to_gpu.staging import staged_operands
-from passes.conversions.linalg_to_loops.emitter import Pos
-from passes.conversions.linalg_to_loops.fusion import Fusion
-from passes.conversions.linalg_to_loops.loop_nest import LoopNestGenerator
-from passes.conversions.linalg_to_loops.packing import PanelMaker
+from passes.conversions.loop_codegen.emitter import Pos
+from passes.conversions.loop_codegen.fusion import Fusion
+from passes.conversions.loop_codegen.panels import PanelMaker
+from passes.conversions.loop_codegen.tiled_nest import TiledNestGenerator
 from passes.schedule.gpu_rules import GpuMapping
 
 
-class GpuLoopNestGenerator(LoopNestGenerator):
+class GpuLoopNestGenerator(TiledNestGenerator):
     """Emits one kernel's nest as the body of a gpu.func (in place of the linalg op)."""
 
     def __init__(

@@ -19,8 +19,8 @@ from collections.abc import Callable
 from xdsl.dialects import arith, gpu, memref, scf
 from xdsl.ir import Block, Region, SSAValue
 
-from passes.conversions.linalg_to_loops.emitter import Pos, replaced
-from passes.conversions.linalg_to_loops.register_tile import (
+from passes.conversions.loop_codegen.emitter import Pos, replaced
+from passes.conversions.loop_codegen.register_tile import (
     ReductionPhase,
     RegisterTile,
     TilePoint,

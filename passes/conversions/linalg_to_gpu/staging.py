@@ -1,4 +1,4 @@
-"""Operands staged in workgroup memory: the GPU form of operand packing (linalg_to_loops/packing).
+"""Operands staged in workgroup memory: the GPU form of operand packing (loop_codegen/panels.py).
 
 At every step of a block's reduction loop, the box of each staged operand that the block reads
 is copied into a workgroup buffer by all the block's threads together (thread t copies elements
@@ -16,9 +16,9 @@ from contextlib import AbstractContextManager
 from xdsl.dialects import arith, gpu, memref
 from xdsl.ir import SSAValue
 
-from passes.conversions.linalg_to_loops.emitter import Emitter, Pos
-from passes.conversions.linalg_to_loops.operand_io import OperandIO
-from passes.conversions.linalg_to_loops.packing import PanelMaker, operand_panels
+from passes.conversions.loop_codegen.emitter import Emitter, Pos
+from passes.conversions.loop_codegen.operand_io import OperandIO
+from passes.conversions.loop_codegen.panels import PanelMaker, operand_panels
 
 
 def staged_operands(

@@ -14,17 +14,12 @@ so for matmul- and conv-like kernels the inner loop is a broadcast-load-FMA sequ
 registers, which is what fast CPU code looks like (DESIGN.md). Every shape is static, so peeling
 produces static trip counts and no masks.
 
-Modules, outermost concept first:
+Modules (the CPU's own; what it shares with the GPU lowering is passes/conversions/loop_codegen/:
+fusion, stages, the tiled nest below the threads, the register tile, bodies, operand I/O):
 
     convert        the pass: fills to generics, fusion plan, schedule checks, one nest per kernel
-    fusion         which initializer / elementwise consumers run inside a reduction's nest
-    stages         the bodies one nest evaluates and their accesses in the kernel's loop space
-    loop_nest      threads (scf.parallel), cache tiles, point loops
+    loop_nest      threads (scf.parallel) around loop_codegen's cache tiles and point loops
     packing        copying the box a cache tile reads into a contiguous stack panel
-    register_tile  accumulators carried through the reduction loops, stored once
-    body           a linalg body inlined on registers (vector ops, fma)
-    operand_io     scalar / vector / gathered loads and stores of operands
-    emitter        insertion point, reuse scopes, hoisted constants, index arithmetic, scf.for
 """
 
 from passes.conversions.linalg_to_loops.convert import ConvertLinalgToLoopsPass, lower_kernel

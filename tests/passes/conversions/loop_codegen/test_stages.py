@@ -1,11 +1,11 @@
-"""passes/conversions/linalg_to_loops/stages.py: the bodies one fused nest evaluates, and their
+"""passes/conversions/loop_codegen/stages.py: the bodies one fused nest evaluates, and their
 accesses composed into the reduction kernel's loop space."""
 
 from __future__ import annotations
 
 from passes.analysis.kernel_access import analyze_kernel
-from passes.conversions.linalg_to_loops.fusion import find_fusion
-from passes.conversions.linalg_to_loops.stages import KernelStages, compose_access
+from passes.conversions.loop_codegen.fusion import find_fusion
+from passes.conversions.loop_codegen.stages import KernelStages, compose_access
 from tests.support.linalg_to_loops_kernels import fused_src, generics, parse
 
 

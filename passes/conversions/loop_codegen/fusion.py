@@ -4,22 +4,26 @@ Around a reduction kernel G writing T, the generic that initializes T (the prolo
 the accumulators' initial value in registers, and a chain of elementwise generics reading T (the
 epilogues) can run on the finished accumulators before the single store, so T never makes the
 round trip through memory. This module only decides; stages.py and the loop nest carry it out.
+
+Shared: the CPU and GPU lowerings fuse the same generics (a GPU kernel is one fused nest), so
+they plan fusion, and adjust the schedule of a fused nest, with the same functions.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from xdsl.dialects import func, memref
 from xdsl.dialects.builtin import DenseArrayBase, MemRefType
 from xdsl.dialects.linalg import ops as linalg
 from xdsl.dialects.linalg.attrs import IteratorType
-from xdsl.ir import SSAValue
+from xdsl.ir import Operation, SSAValue
 from xdsl.ir.affine import AffineMap
 
 from dialects.attributes import PRIVATE_ARGS_ATTR
 from dialects.sched import Schedule
-from passes.analysis.kernel_access import analyze_kernel
+from passes.analysis.kernel_access import KernelInfo, analyze_kernel
+from passes.schedule.attached import schedule_of
 from passes.schedule.rules import body_vectorizes
 
 
@@ -31,6 +35,10 @@ class Fusion:
     prologue: linalg.GenericOp | None
     epilogues: list[linalg.GenericOp]
     chain_input: dict[linalg.GenericOp, int]  # which input of each epilogue is the running value
+
+    def generics(self) -> list[linalg.GenericOp]:
+        """The fused generics: the prologue (if any), then the epilogues."""
+        return [g for g in [self.prologue, *self.epilogues] if g is not None]
 
 
 def has_tiled_reduction(sched: Schedule, kernel: linalg.GenericOp) -> bool:
@@ -151,3 +159,34 @@ def find_fusion(kernel: linalg.GenericOp, vectorized: bool) -> Fusion | None:
     if prologue is None and not epilogues:
         return None
     return Fusion(prologue, epilogues, chain)
+
+
+def plan_fusion(generics: list[linalg.GenericOp]) -> dict[Operation, Fusion]:
+    """Every kernel's fusion, decided before anything is lowered (lowering erases generics)."""
+    plans: dict[Operation, Fusion] = {}
+    fused: set[Operation] = set()
+    for kernel in generics:
+        if kernel in fused:
+            continue
+        sched = schedule_of(kernel)
+        fusion = find_fusion(kernel, sched.vector >= 0)
+        if fusion is not None and has_tiled_reduction(sched, kernel):
+            # with reduction cache tiles the initializer stays a loop nest of its own: fusing it
+            # too would need a third copy of the nest for the first tile (compile time)
+            fusion = replace(fusion, prologue=None) if fusion.epilogues else None
+        if fusion is not None:
+            plans[kernel] = fusion
+            fused.update(fusion.generics())
+    return plans
+
+
+def fused_schedule(sched: Schedule, info: KernelInfo) -> Schedule:
+    """The schedule of a kernel with fused stages: they know the first and last tile of one
+    reduction loop only, so the tiled reduction loops after the first in the order are untiled."""
+    reductions = [
+        d
+        for d in sched.order
+        if info.iterators[d] == "reduction" and 0 < sched.tile[d] < info.extents[d]
+    ]
+    tile = tuple(0 if d in reductions[1:] else t for d, t in enumerate(sched.tile))
+    return replace(sched, tile=tile)

@@ -4,6 +4,9 @@ One insertion point that moves into each loop body as it is built; scopes of reu
 (index arithmetic, loads, splats built in a block are reused by the blocks nested in it, never by
 siblings, so every reuse is dominated); and values hoisted above the kernel once per function
 (constants, flat views, stack buffers), so they dominate every loop that uses them.
+
+Shared: the CPU nest (linalg_to_loops) and the GPU kernel body (linalg_to_gpu) are built through
+the same Emitter, so both reuse index arithmetic and hoist constants the same way.
 """
 
 from __future__ import annotations

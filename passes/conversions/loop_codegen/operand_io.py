@@ -4,7 +4,10 @@ An operand is read as a scalar (splat to the vector width when it does not vary 
 loop), as one vector.load when the vector loop walks its innermost dimension with unit stride, as
 two overlapping vector loads and one shuffle with stride 2 (a stride-2 convolution or pooling
 window), and otherwise lane by lane through a one-vector stack scratch (a gather; stores scatter
-the same way). Operands packed into a panel (packing.py) are addressed relative to the tile's start.
+the same way). Operands copied into a panel (panels.py: a CPU stack panel or a GPU workgroup
+buffer) are addressed relative to the tile's start.
+
+Shared: a GPU thread reads and writes its register tile's operands exactly as a CPU point does.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from xdsl.dialects.builtin import DenseArrayBase, FloatAttr, MemRefType, VectorT
 from xdsl.ir import Attribute, SSAValue
 
 from passes.analysis.kernel_access import OperandAccess
-from passes.conversions.linalg_to_loops.emitter import Emitter, Pos, pos_key
+from passes.conversions.loop_codegen.emitter import Emitter, Pos, pos_key
 
 
 class OperandIO:

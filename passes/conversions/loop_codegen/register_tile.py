@@ -5,6 +5,9 @@ accumulators are loaded (or computed by a fused prologue) once, carried through 
 loops as scf.for iter_args, the body replicated per position at every reduction step (unrolled by
 the schedule's factor), and stored once, after the fused epilogues, so the inner loop of a
 matmul or convolution is loads, broadcasts and FMAs on registers.
+
+Shared: on the CPU the point loops step over register tiles; on the GPU each thread runs one
+(linalg_to_gpu/split.py extends it for a reduction several threads share).
 """
 
 from __future__ import annotations
@@ -16,10 +19,10 @@ from xdsl.ir import SSAValue
 
 from dialects.sched import Schedule
 from passes.analysis.kernel_access import KernelInfo
-from passes.conversions.linalg_to_loops.body import BodyEmitter
-from passes.conversions.linalg_to_loops.emitter import Emitter, Pos, replaced, shifted
-from passes.conversions.linalg_to_loops.operand_io import OperandIO
-from passes.conversions.linalg_to_loops.stages import KernelStages
+from passes.conversions.loop_codegen.body import BodyEmitter
+from passes.conversions.loop_codegen.emitter import Emitter, Pos, replaced, shifted
+from passes.conversions.loop_codegen.operand_io import OperandIO
+from passes.conversions.loop_codegen.stages import KernelStages
 
 TilePoint = tuple[list[Pos], int]
 """One accumulator of the register tile: its loop positions and its vector width."""

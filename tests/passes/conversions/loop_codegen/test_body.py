@@ -1,10 +1,10 @@
-"""passes/conversions/linalg_to_loops/body.py: a linalg body inlined on registers."""
+"""passes/conversions/loop_codegen/body.py: a linalg body inlined on registers."""
 
 from __future__ import annotations
 
 from xdsl.dialects import arith
 
-from passes.conversions.linalg_to_loops.body import fma_multiplies
+from passes.conversions.loop_codegen.body import fma_multiplies
 from tests.support.linalg_to_loops_kernels import generics, matmul_src, parse
 
 

@@ -3,6 +3,8 @@
 Each stage is a linalg body whose block arguments come from operand accesses, all rewritten into
 the main kernel's loop space so one set of loop positions addresses every operand; the running
 value (the accumulator, then each epilogue's result) is passed from stage to stage in registers.
+
+Shared: fusion means the same stages on the CPU and on the GPU.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from dataclasses import dataclass
 from xdsl.ir import Block
 
 from passes.analysis.kernel_access import KernelInfo, OperandAccess, analyze_kernel
-from passes.conversions.linalg_to_loops.fusion import Fusion
+from passes.conversions.loop_codegen.fusion import Fusion
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""passes/conversions/linalg_to_loops/fusion.py: which initializer and elementwise consumers run
+"""passes/conversions/loop_codegen/fusion.py: which initializer and elementwise consumers run
 inside a reduction's loop nest, and when a body can be vectorized."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 from xdsl.dialects import arith
 
 from dialects.sched import Schedule
-from passes.conversions.linalg_to_loops.fusion import find_fusion, has_tiled_reduction
+from passes.conversions.loop_codegen.fusion import find_fusion, has_tiled_reduction
 from passes.schedule.rules import body_vectorizes
 from tests.support.linalg_to_loops_kernels import fused_src, generics, matmul_src, parse
 

@@ -1,4 +1,4 @@
-"""passes/conversions/linalg_to_loops/emitter.py: the shared IR-building state (hoisted constants,
+"""passes/conversions/loop_codegen/emitter.py: the shared IR-building state (hoisted constants,
 scoped reuse, index arithmetic, scf.for)."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from xdsl.dialects import arith, scf
 from xdsl.dialects.builtin import Float32Type, IndexType, VectorType
 from xdsl.ir import SSAValue
 
-from passes.conversions.linalg_to_loops.emitter import (
+from passes.conversions.loop_codegen.emitter import (
     Emitter,
     pos_key,
     replaced,

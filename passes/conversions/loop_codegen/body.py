@@ -3,6 +3,8 @@
 Each op of the body is re-created on the loaded (or running) values, widened to vectors when any
 operand varies along the vector loop; `addf(x, mulf(a, b))` becomes one fma, which is what the
 broadcast-load-FMA inner loop of a matmul or convolution is made of.
+
+Shared: a GPU thread's register tile evaluates the same bodies (as floatN vectors, or scalars).
 """
 
 from __future__ import annotations
@@ -14,9 +16,9 @@ from xdsl.dialects.linalg import ops as linalg
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.utils.exceptions import DiagnosticException
 
-from passes.conversions.linalg_to_loops.emitter import Emitter, Pos
-from passes.conversions.linalg_to_loops.operand_io import OperandIO
-from passes.conversions.linalg_to_loops.stages import KernelStages, Stage
+from passes.conversions.loop_codegen.emitter import Emitter, Pos
+from passes.conversions.loop_codegen.operand_io import OperandIO
+from passes.conversions.loop_codegen.stages import KernelStages, Stage
 
 
 def fma_multiplies(block: Block) -> set[Operation]:
