@@ -28,6 +28,7 @@ import contextlib
 import functools
 import hashlib
 import json
+import mmap
 import os
 import time
 import warnings
@@ -143,10 +144,12 @@ def _model_digest(model: str | Path | Any) -> str:
     inside (no `location` of external data in it: the common case, and a warm hit then costs
     one read instead of parsing and re-serializing hundreds of MB), else of the parsed model
     with its external data read in (weights in another file count too)."""
-    if isinstance(model, (str, Path)) and Path(model).is_file():
-        data = Path(model).read_bytes()
-        if b"location" not in data:
-            return hashlib.sha256(data).hexdigest()  # = the parsed model's, as onnx.save wrote it
+    if isinstance(model, (str, Path)) and Path(model).is_file() and Path(model).stat().st_size:
+        with open(model, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
+            if data.find(b"location") < 0:
+                return hashlib.sha256(
+                    data
+                ).hexdigest()  # = the parsed model's, as onnx.save wrote it
     proto = load_model(model)
     return hashlib.sha256(proto.SerializeToString(deterministic=True)).hexdigest()
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import io
 import json
+import mmap
 import os
 import stat
 import struct
@@ -107,8 +108,8 @@ def _check_directory(path: str, directory: str) -> None:
 
 
 def read_trusted_file(path: str | os.PathLike[str]) -> np.ndarray:
-    """The bytes of `path` in a 64-byte-aligned uint8 array, if only its owner (you or root)
-    can change it; else PackageError."""
+    """The bytes of `path` as a 64-byte-aligned uint8 array (a private mapping of the file), if
+    only its owner (you or root) can change it; else PackageError."""
     shown = os.fspath(path)
     if not os.path.lexists(shown):
         raise PackageError(shown, "no such package file")
@@ -136,15 +137,14 @@ def read_trusted_file(path: str | os.PathLike[str]) -> np.ndarray:
                 f"is writable by group or others (mode {stat.S_IMODE(st.st_mode):#o}); loading "
                 f"runs its native code: `chmod go-w {shown}` if you trust it",
             )
-        buf = aligned_empty(st.st_size, np.uint8)
-        view, done = buf.data, 0
-        with os.fdopen(fd, "rb", buffering=0, closefd=False) as f:
-            while done < st.st_size:
-                n = f.readinto(view[done:])
-                if not n:
-                    raise PackageError(shown, "changed while it was being read")
-                done += n
-        return buf
+        if st.st_size == 0:
+            return aligned_empty(0, np.uint8)
+        # Mapped, not read: the weights are bound where they lie (page-aligned, so 64-byte
+        # aligned too), and pages are shared with the page cache instead of copied. Private
+        # (copy-on-write): the code may write its globals, never into the file. Only the
+        # owner checked above (you or root) can change the file while it is mapped.
+        mapped = mmap.mmap(fd, st.st_size, access=mmap.ACCESS_COPY)
+        return np.frombuffer(mapped, dtype=np.uint8)
     except OSError as e:
         raise PackageError(shown, f"cannot read it: {e.strerror}") from e
     finally:
