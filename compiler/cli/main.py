@@ -216,6 +216,12 @@ def _compile_package(
     from compiler.compile_timing import active, timed
 
     model = _model_arg(args.model)
+    if (
+        args.target == "cpu"
+        and not args.timing
+        and _package_from_cache(args, model, shapes, optimize)
+    ):
+        return
     compiled = compile_model(
         model,
         shapes,
@@ -234,6 +240,38 @@ def _compile_package(
         compiled.save(args.output)
     if args.verbose:
         print(f"package written to {args.output}", file=sys.stderr)
+
+
+def _package_from_cache(
+    args: argparse.Namespace, model: Any, shapes: dict[str, list[int]], optimize: bool
+) -> bool:
+    """`compile -o X.zpkg` through the compile cache (compiler/compile_cache.py): a hit is
+    copied to X.zpkg (the entry is a package already), a miss compiles and fills the cache.
+    False when the cache is off: the caller compiles."""
+    from compiler import compile_cache
+
+    if not compile_cache.enabled(not args.no_cache):
+        return False
+    compiled = compile_cache.cached_compile(
+        model,
+        shapes,
+        optimize=optimize,
+        schedules=_schedules(args.db, args.threads, args.target),
+        threads=args.threads,
+        layout=_layout(args, model),
+    )
+    if args.db:
+        _report_db_use(compile_cache.model_notes(compiled))
+    path = getattr(compiled, "path", None)
+    if path is None:  # compiled now (a miss, or a cache that could not be used)
+        compiled.save(args.output)  # type: ignore[union-attr]
+    else:
+        _write_file(args.output, lambda f: f.write(Path(path).read_bytes()))
+        os.chmod(args.output, 0o644)
+    if args.verbose:
+        hit = " (from the compile cache)" if path is not None else ""
+        print(f"package written to {args.output}{hit}", file=sys.stderr)
+    return True
 
 
 def _emit_gpu(args: argparse.Namespace, shapes: dict[str, list[int]], optimize: bool) -> None:
@@ -764,6 +802,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--timing",
         action="store_true",
         help="report the seconds of every level, pass and machine-code step on stderr",
+    )
+    c.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="with -o X.zpkg: compile afresh, neither reading nor filling the compile cache (as "
+        "does ZIGGURAT_NO_CACHE=1); --timing compiles afresh too",
     )
     c.set_defaults(fn=cmd_compile)
 

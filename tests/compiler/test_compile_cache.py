@@ -243,6 +243,28 @@ def test_the_cli_run_fills_the_cache_then_hits_it(
     )
 
 
+def test_cli_compile_to_a_package_fills_the_cache_then_copies_the_entry(
+    tmp_path: Path,
+    cache: Path,
+    mlp: onnx.ModelProto,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    path, _ = model_files(tmp_path, mlp)
+    first, second = tmp_path / "1.zpkg", tmp_path / "2.zpkg"
+    assert main(["compile", str(path), "-o", str(first)]) == 0
+    (entry,) = entries(cache)
+    no_compiling(monkeypatch)
+    assert main(["compile", str(path), "-o", str(second), "-v"]) == 0
+    assert "(from the compile cache)" in capsys.readouterr().err
+    assert second.read_bytes() == entry.read_bytes()
+    assert os.stat(second).st_mode & 0o777 == 0o644
+    feeds = zoo.random_inputs(mlp)
+    a, b = load_package(first).run(feeds), load_package(second).run(feeds)
+    for name, value in a.items():
+        np.testing.assert_array_equal(b[name], value)
+
+
 def test_a_bad_size_limit_is_one_error_line(
     tmp_path: Path, cache: Path, mlp: onnx.ModelProto, monkeypatch: pytest.MonkeyPatch, capsys
 ) -> None:
