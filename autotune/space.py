@@ -361,9 +361,9 @@ class SearchSpace(KnobSpace):
             if d in self.reductions:
                 if reg[d] != 1 or tile[d] not in self.tile_candidates(d, 1):
                     return False
-            elif reg[d] not in self.reg_candidates(d, v):  # type: ignore[arg-type]
+            elif reg[d] not in self.reg_candidates(d, v):
                 return False
-            elif tile[d] not in self.tile_candidates(d, reg[d]):  # type: ignore[arg-type]
+            elif tile[d] not in self.tile_candidates(d, reg[d]):
                 return False
         return self.accumulators(config) <= self.max_accumulators
 

@@ -47,7 +47,7 @@ def _print_dense_without_type(self: DenseIntOrFPElementsAttr, printer: Printer) 
     if self.get_element_type() == i1 and len(self) > 100 and not self.is_splat():
         shape = self.get_shape() if self.shape_is_complete else (len(self),)
         printer.print_string("dense<")
-        self._print_dense_list(self.get_values(), shape, printer)  # type: ignore[arg-type]
+        self._print_dense_list(self.get_values(), shape, printer)
         printer.print_string(">")
         return
     _original_dense_print(self, printer)

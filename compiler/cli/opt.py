@@ -278,7 +278,7 @@ class ZigguratOptMain(xDSLOptMain):
 
     # -- run -------------------------------------------------------------------------------
 
-    def run(self) -> int:  # type: ignore[override]
+    def run(self) -> int:
         """Process every input chunk; returns the exit code."""
         args = self.args
         if args.list_passes:

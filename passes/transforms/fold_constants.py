@@ -140,8 +140,8 @@ def _reduce(
 def _divide(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """a / b; integers truncated toward zero (as the compiled code and onnxruntime do)."""
     if np.issubdtype(a.dtype, np.integer):
-        return np.trunc(a.astype(np.float64) / b).astype(a.dtype)  # type: ignore[no-any-return]
-    return a / b  # type: ignore[no-any-return]
+        return np.trunc(a.astype(np.float64) / b).astype(a.dtype)
+    return a / b
 
 
 def _slice(x: np.ndarray, op: Operation) -> np.ndarray:

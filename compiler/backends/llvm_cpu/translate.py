@@ -120,7 +120,7 @@ def _convert_op(
 def _intrinsic(module: ir.Module, name: str, fnty: ir.FunctionType) -> ir.Function:
     existing = module.globals.get(name)
     if existing is not None:
-        return existing  # type: ignore[return-value]
+        return existing
     return ir.Function(module, fnty, name=name)
 
 
