@@ -244,14 +244,16 @@ def cached_compile(
     preset: str | None = None,
     layout: str = "auto",
     cache: bool = True,
+    feeds: Mapping[str, Any] | None = None,
 ) -> model_api.CompiledModel | LoadedModel:
     """compile_model through the cache: the entry's LoadedModel on a hit, else the compiled
-    model (saved as an entry). Either has `run`, `runner`, `inputs`, `outputs`, `input_names`,
-    `output_names` and `threads`; `model_notes` gives either one's notes."""
+    model (saved as an entry; `feeds` are checked before the compile, as compile_model does).
+    Either has `run`, `runner`, `inputs`, `outputs`, `input_names`, `output_names` and
+    `threads`; `model_notes` gives either one's notes."""
 
     def compile_now() -> model_api.CompiledModel:
         return model_api.compile_model(
-            model, input_shapes, target, optimize, schedules, threads, preset, layout
+            model, input_shapes, target, optimize, schedules, threads, preset, layout, feeds=feeds
         )
 
     chosen = BACKENDS.get(target)

@@ -64,6 +64,9 @@ class CompileTimer:
     clock: Callable[[], float] = time.perf_counter
     """Wall seconds; a worker process's timer counts CPU seconds (`time.process_time`), which
     add up across processes that share the cores."""
+    on_step: Callable[[str, float], None] | None = None
+    """Called with (name, seconds) as each top-level step ends (a level, the machine code):
+    progress for a long compile (the CLI prints it on a terminal)."""
 
     def add(self, path: Sequence[str], seconds: float) -> None:
         """Add `seconds` of wall time to the section at `prefix + path`."""
@@ -95,6 +98,11 @@ class CompileTimer:
             finally:
                 elapsed = self.clock() - t0
         self.add(path, elapsed)
+        self._step_done(path[-1] if path else "", elapsed)
+
+    def _step_done(self, name: str, seconds: float) -> None:
+        if self.on_step is not None and not self.prefix:
+            self.on_step(name, seconds)
 
     def add_worker(self, steps: Iterable[tuple[Sequence[str], float]]) -> None:
         """Add seconds that one worker process spent, per step."""
@@ -112,6 +120,7 @@ class CompileTimer:
             section.child(name).add(seconds)
         if verify_s:
             section.child("verify").add(verify_s)
+        self._step_done(level, sum(s for _, s in passes) + verify_s)
 
     def steps(self) -> list[tuple[tuple[str, ...], float]]:
         """Every section as (path, seconds), depth first: what a worker sends back."""

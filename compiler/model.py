@@ -30,7 +30,7 @@ from compiler.host_model import HostModel
 from compiler.lowering import level_passes, lower, lower_to_gpu
 from compiler.pass_runner import make_context, run_passes
 from compiler.pipelines import LEVELS, layout_passes
-from compiler.tensor_spec import TensorSpec
+from compiler.tensor_spec import TensorSpec, check_inputs
 from dialects.attributes import (
     DTYPE_ATTR,
     LENGTH_OF_ATTR,
@@ -214,6 +214,7 @@ def compile_model(
     preset: str | None = None,
     layout: str = "auto",
     load: bool = True,
+    feeds: Mapping[str, Any] | None = None,
 ) -> CompiledModel:
     """Import an ONNX model (path or ModelProto) and compile it for `target`: "cpu", "opencl"
     or "cuda".
@@ -230,6 +231,8 @@ def compile_model(
     `load=False` compiles without loading the code, nor needing a GPU target's device: for
     `.save()` as a package to run elsewhere (the preset then defaults to "cuda", or for
     OpenCL to this machine's device kind, "opencl-gpu" without one).
+    `feeds`: the inputs it will run on, checked (names, dtypes, shapes: InputError) right after
+    the import, so that a wrong input is reported before the compile, not after it.
     """
     chosen = backend(target)  # an unknown target's error, before the work
     if load:
@@ -237,6 +240,8 @@ def compile_model(
     t0 = time.perf_counter()
     module = import_model(model, input_shapes)
     t_import = time.perf_counter() - t0
+    if feeds is not None:
+        check_inputs(_signature(module)[0], feeds)
     compiled = compile_module(
         module,
         optimize=optimize,

@@ -14,7 +14,7 @@ import re
 import stat
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, NoReturn
 
@@ -116,9 +116,27 @@ def _write(text: str, output: str | None) -> None:
         _stdout(text if text.endswith("\n") else text + "\n")
 
 
+@contextlib.contextmanager
+def _progress_on_terminal() -> Iterator[None]:
+    """On a terminal, one stderr line per compile step as it ends (`compile: loops 1.2 s`): a
+    long compile is not silent. Logs and pipes get nothing (the result lines are what they
+    need); --timing gives the whole report."""
+    if not sys.stderr.isatty():
+        yield
+        return
+    from compiler.compile_timing import CompileTimer, collecting
+
+    def show(name: str, seconds: float) -> None:
+        print(f"compile: {name} {seconds:.1f} s", file=sys.stderr, flush=True)
+
+    with collecting(CompileTimer(on_step=show)):
+        yield
+
+
 def cmd_compile(args: argparse.Namespace) -> int:
     if not args.timing:
-        return _cmd_compile(args)
+        with _progress_on_terminal():
+            return _cmd_compile(args)
     import resource
 
     from compiler.compile_timing import collecting
@@ -366,16 +384,18 @@ def cmd_run(args: argparse.Namespace) -> int:
     _check_threads(args.threads)
     source = _model_arg(args.model)  # a path or zoo:NAME, as compile, bench and tune take
     feeds = _load_npz(args.inputs)
-    model = cached_compile(  # compiler/compile_cache.py: the second run of a model is a load
-        source,
-        parse_input_shapes(args.input_shape),
-        target=args.target,
-        optimize=not args.no_graph_opt,
-        schedules=_schedules(args.db, args.threads, args.target),
-        threads=args.threads,
-        layout=_layout(args, source),
-        cache=not args.no_cache,
-    )
+    with _progress_on_terminal():
+        model = cached_compile(  # compiler/compile_cache.py: the second run of a model is a load
+            source,
+            parse_input_shapes(args.input_shape),
+            target=args.target,
+            optimize=not args.no_graph_opt,
+            schedules=_schedules(args.db, args.threads, args.target),
+            threads=args.threads,
+            layout=_layout(args, source),
+            cache=not args.no_cache,
+            feeds=feeds,  # a wrong input is reported before the compile
+        )
     if args.db:
         _report_db_use(model_notes(model))
     _save_outputs(model.run(feeds), args.output)
@@ -466,15 +486,16 @@ def cmd_bench(args: argparse.Namespace) -> int:
     notes: dict[str, Attribute] = {}
     model = _model_arg(args.model)
     layout = _layout(args, model)
-    result = bench_model(
-        model,
-        args.threads,
-        args.seconds,
-        schedules=_schedules(args.db, args.threads, args.target),
-        notes=notes,
-        target=args.target,
-        layout=layout,
-    )
+    with _progress_on_terminal():
+        result = bench_model(
+            model,
+            args.threads,
+            args.seconds,
+            schedules=_schedules(args.db, args.threads, args.target),
+            notes=notes,
+            target=args.target,
+            layout=layout,
+        )
     if args.db:
         _report_db_use(notes)
     if args.profile is not None:

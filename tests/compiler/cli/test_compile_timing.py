@@ -109,3 +109,44 @@ def test_no_report_without_the_flag(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["compile", "zoo:small-cnn", "--emit", "loops"]) == 0
     _, err = capsys.readouterr()
     assert "Execution Time" not in err
+
+
+def _stderr_on_a_terminal(*argv: str) -> tuple[int, str]:
+    """Run the CLI with stderr on a pseudo-terminal (stdout a pipe); what it wrote there."""
+    import os
+    import pty
+    import subprocess
+
+    from tests.support.cli import ziggurat_cmd
+
+    leader, follower = pty.openpty()
+    env = {**os.environ, "ZIGGURAT_NO_CACHE": "1"}
+    try:
+        proc = subprocess.run(
+            [*ziggurat_cmd(), *argv], stderr=follower, stdout=subprocess.PIPE, env=env, timeout=600
+        )
+    finally:
+        os.close(follower)
+    chunks = []
+    while True:
+        try:
+            data = os.read(leader, 65536)
+        except OSError:  # EIO: the terminal's other end is closed, all is read
+            break
+        if not data:
+            break
+        chunks.append(data)
+    os.close(leader)
+    return proc.returncode, b"".join(chunks).decode()
+
+
+def test_a_compile_shows_its_steps_on_a_terminal(tmp_path: Path) -> None:
+    """A long compile is not silent on a terminal: a line per level and one for the machine
+    code as each ends (logs and pipes get none: the other tests see an empty stderr)."""
+    rc, err = _stderr_on_a_terminal("compile", "zoo:mlp", "-o", str(tmp_path / "m.zpkg"))
+    assert rc == 0, err
+    steps = re.findall(r"^compile: (\S+) (\d+\.\d) s\r?$", err, re.M)
+    names = [name for name, _ in steps]
+    for level in ("graph", "tensor", "buffers", "loops", "machine-code"):
+        assert level in names, err
+    assert names.index("graph") < names.index("loops") < names.index("machine-code"), err

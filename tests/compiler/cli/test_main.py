@@ -197,6 +197,23 @@ def test_unknown_input_name(capsys: pytest.CaptureFixture[str], tiny: Path, tmp_
     )
 
 
+def test_a_wrong_input_is_reported_before_the_compile(
+    capsys: pytest.CaptureFixture[str], tiny: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The inputs are checked against the imported model's signature: no level is lowered."""
+    from compiler.backends import cpu
+
+    def no_lowering(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the model was lowered before its inputs were checked")
+
+    monkeypatch.setattr(cpu.CpuBackend, "lower", no_lowering)
+    inputs = npz(tmp_path / "in.npz", x=np.zeros((1, 3, 4, 5), np.float32))
+    assert_user_error(
+        run_tiny(capsys, tiny, inputs, tmp_path),
+        "input 'x' has shape [1, 3, 4, 5]; the model expects [1, 3, 4, 4]",
+    )
+
+
 def test_missing_input(capsys: pytest.CaptureFixture[str], tiny: Path, tmp_path: Path) -> None:
     assert_user_error(
         run_tiny(capsys, tiny, npz(tmp_path / "in.npz"), tmp_path),
