@@ -11,6 +11,7 @@ import pickletools
 from typing import Any
 
 from autotune.distributed.errors import RemoteTaskError, _clean, _import_distributed
+from compiler.pass_runner import gc_paused
 
 SAFE_DESERIALIZERS = ["msgpack", "error"]  # plain data, or dask's "could not serialize" message
 
@@ -22,13 +23,8 @@ def _no_collection() -> Any:
     which deadlocks if it runs inside another Client's start (distributed holds the runner's
     lock there). Seen as a hang after a refused connection, e.g. a rejected certificate."""
     gc.collect()
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with gc_paused():
         yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def describe_pickled_exception(exception: Any) -> str:

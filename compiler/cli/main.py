@@ -11,6 +11,7 @@ import json
 import math
 import os
 import re
+import shutil
 import stat
 import sys
 import time
@@ -284,7 +285,8 @@ def _package_from_cache(
     if path is None:  # compiled now (a miss, or a cache that could not be used)
         compiled.save(args.output)  # type: ignore[union-attr]
     else:
-        _write_file(args.output, lambda f: f.write(Path(path).read_bytes()))
+        with open(path, "rb") as entry:
+            _write_file(args.output, lambda f: shutil.copyfileobj(entry, f))
         os.chmod(args.output, 0o644)
     if args.verbose:
         hit = " (from the compile cache)" if path is not None else ""
@@ -296,7 +298,8 @@ def _emit_gpu(args: argparse.Namespace, shapes: dict[str, list[int]], optimize: 
     """`--emit gpu|opencl|cuda`: the gpu level or the kernel source. The schedules are for the
     device kind: CUDA's, or that of this machine's OpenCL device (a GPU's when there is none);
     `--emit gpu` takes the kind from --target (CUDA's by default)."""
-    from compiler.backends.gpu.compile import kernel_source, preset_for, unavailable_reason
+    from compiler.backends.gpu.compile import kernel_source
+    from compiler.backends.registry import backend
     from compiler.model import import_model, lower_to_gpu
 
     if args.emit not in GPU_EMITS:
@@ -307,10 +310,8 @@ def _emit_gpu(args: argparse.Namespace, shapes: dict[str, list[int]], optimize: 
     api = args.emit if args.emit != GPU_LEVEL else ("opencl" if args.target == "opencl" else "cuda")
     if api == "opencl" and args.target == "cuda" or api == "cuda" and args.target == "opencl":
         raise UsageError(f"--emit {args.emit} does not fit --target {args.target}")
-    if api == "cuda":
-        preset = "cuda"
-    else:
-        preset = preset_for("opencl") if unavailable_reason("opencl") is None else "opencl-gpu"
+    preset = backend(api).resolve_preset(None)  # the device's kind; a GPU's without one
+    assert preset is not None
     schedules = []
     if args.db:  # records tuned for this preset (measured on a device of its kind)
         from autotune.apply_pass import tuned_schedules

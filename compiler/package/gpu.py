@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from compiler.backends.gpu.availability import unavailable_reason
 from compiler.backends.gpu.cuda_check import check_ptx
 from compiler.backends.gpu.device_program import DeviceProgram
 from compiler.backends.gpu.plan import GpuArtifact, plan_from_json, plan_to_json
@@ -62,16 +63,6 @@ def pack(path: str, api: str, artifact: Any) -> tuple[dict[str, Any], dict[str, 
         section["arch"] = artifact.arch
         section["ptxas"] = "checked" if check_ptx(artifact.ptx, artifact.arch) else "no ptxas"
     return section, parts
-
-
-def unavailable_reason(api: str) -> str | None:
-    if api == "cuda":
-        from compiler.backends.gpu.cuda_runtime import cuda_available
-
-        return cuda_available()
-    from compiler.backends.gpu.opencl_runtime import opencl_available
-
-    return opencl_available()
 
 
 def _text(path: str, parts: dict[str, memoryview], member: Any, what: str) -> str:

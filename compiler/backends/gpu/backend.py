@@ -14,6 +14,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from compiler.backends.base import Backend, Program
+from compiler.backends.gpu.availability import unavailable_reason
 from compiler.backends.gpu.plan import GpuArtifact
 from compiler.package import gpu as gpu_package
 
@@ -29,7 +30,7 @@ class GpuBackend(Backend[GpuArtifact]):
     layouts: ClassVar[tuple[str, ...] | None] = ("auto", "NCHW")
 
     def unavailable_reason(self) -> str | None:
-        return gpu_package.unavailable_reason(self.name)
+        return unavailable_reason(self.name)
 
     def lower(
         self,

@@ -11,21 +11,11 @@ from typing import Any
 from xdsl.dialects import gpu
 from xdsl.dialects.builtin import ModuleOp
 
+from compiler.backends.gpu.availability import unavailable_reason
 from compiler.errors import CompileError
 
 APIS = ("opencl", "cuda")
 """The GPU targets of the model API and the CLI (`--target`), named by their runtime."""
-
-
-def unavailable_reason(api: str) -> str | None:
-    """None when `api` can run kernels on this machine, else why not (one line)."""
-    if api == "cuda":
-        from compiler.backends.gpu.cuda_runtime import cuda_available
-
-        return cuda_available()
-    from compiler.backends.gpu.opencl_runtime import opencl_available
-
-    return opencl_available()
 
 
 def check_available(api: str) -> None:

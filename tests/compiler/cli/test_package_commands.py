@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -18,19 +17,8 @@ import pytest
 
 from compiler import zoo
 from compiler.cli.main import main
-from tests.support import REPO_ROOT
-from tests.support.cli import ziggurat_cmd
+from tests.support.cli import run_ziggurat as ziggurat
 from tests.support.packages import run_python
-
-
-def ziggurat(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*ziggurat_cmd(), *map(str, args)],
-        capture_output=True,
-        text=True,
-        cwd=REPO_ROOT,
-        timeout=600,
-    )
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import io
 import json
-import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -30,8 +29,7 @@ from compiler.errors import CompileError
 from compiler.model import TARGETS, CompiledModel, compile_model
 from compiler.package import PackageError, load_package
 from compiler.package import gpu as gpu_package
-from tests.support import REPO_ROOT
-from tests.support.cli import ziggurat_cmd
+from tests.support.cli import run_ziggurat as ziggurat
 from tests.support.packages import manifest, members, rewrite, run_isolated, run_python
 from tests.support.references import onnxruntime_run
 
@@ -48,16 +46,6 @@ def assert_close(ours: dict[str, np.ndarray], refs: list[np.ndarray]) -> None:
         assert o.shape == r.shape and o.dtype == r.dtype
         scale = max(float(np.max(np.abs(r))), 1e-3)
         assert float(np.max(np.abs(o - r))) <= 1e-4 * scale
-
-
-def ziggurat(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*ziggurat_cmd(), *map(str, args)],
-        capture_output=True,
-        text=True,
-        cwd=REPO_ROOT,
-        timeout=600,
-    )
 
 
 @pytest.fixture(scope="module")
