@@ -16,6 +16,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,18 @@ def die_with_parent() -> None:
     hung kernel. Called first thing in the child."""
     if sys.platform == "linux":
         ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
+def questions(conn: Connection) -> Iterator[Any]:
+    """The parent's questions to a child, in order, until ("exit",) or the parent goes away."""
+    while True:
+        try:
+            msg = conn.recv()
+        except EOFError:
+            return
+        if msg[0] == "exit":
+            return
+        yield msg
 
 
 def exit_reason(proc: subprocess.Popen[bytes], after_s: float) -> str:

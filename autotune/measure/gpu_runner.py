@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from autotune.measure.child import ChildProcess, die_with_parent
+from autotune.measure.child import ChildProcess, die_with_parent, questions
 from autotune.measure.interfaces import (
     BuildResult,
     Check,
@@ -190,13 +190,7 @@ def _child_entry(fd: int, api: str) -> None:
         return
     conn.send(("ready",))
     inputs: dict[str, list[np.ndarray]] = {}  # the current workload's only
-    while True:
-        try:
-            msg = conn.recv()
-        except EOFError:
-            return
-        if msg[0] == "exit":
-            return
+    for msg in questions(conn):
         t0 = time.perf_counter()
         try:
             if msg[0] == "info":

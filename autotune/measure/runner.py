@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from autotune.measure.child import ChildProcess, die_with_parent
+from autotune.measure.child import ChildProcess, die_with_parent, questions
 from autotune.measure.interfaces import (
     BuildResult,
     Check,
@@ -123,13 +123,7 @@ def _runner_main(conn: Connection) -> None:
     jit.target_machine()  # LLVM's native target initialized before the first run
     inputs: dict[str, list[np.ndarray]] = {}
     conn.send(("ready",))
-    while True:
-        try:
-            msg = conn.recv()
-        except EOFError:
-            return
-        if msg[0] == "exit":
-            return
+    for msg in questions(conn):
         kind, key, signature, *rest = msg
         t_start = time.perf_counter()
         if key not in inputs:

@@ -2,7 +2,7 @@
 does, named once (compiler/backends/registry.py BACKENDS holds one of each).
 
     backend.check_available()                      # CompileError: why it cannot run here
-    backend.lower(module, ctx, timings, ...)       # to its last IR level (in place)
+    backend.lower(module, ctx, timings, options)   # to its last IR level (in place)
     artifact = backend.emit(module, ctx, n_inputs) # what a package holds and loads
     program = backend.load(artifact, threads)      # a Program: function("main")(*arrays)
     section, parts = backend.pack(path, artifact)  # the package's backend section and members
@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
 
 from compiler.errors import CompileError
@@ -37,6 +38,22 @@ class Program(Protocol):
     def function(self, name: str) -> Callable[..., Any]: ...
 
     def close(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class LowerOptions:
+    """How `Backend.lower` lowers a module (see compiler/model.py compile_module)."""
+
+    optimize: bool
+    """Whether the graph-level passes (folding, fusion) run."""
+    schedules: Sequence[str | ModulePass]
+    """Passes run on the kernels before the default schedules."""
+    threads: int
+    """The threads a CPU's parallel loops are scheduled for."""
+    layout: str
+    """The CPU's convolution layout (compiler/pipelines.py LAYOUTS)."""
+    preset: str | None
+    """The preset the kernels are scheduled for, resolved (`Backend.resolve_preset`)."""
 
 
 A = TypeVar("A")
@@ -74,16 +91,7 @@ class Backend(ABC, Generic[A]):
 
     @abstractmethod
     def lower(
-        self,
-        module: ModuleOp,
-        ctx: Context,
-        timings: dict[str, float],
-        *,
-        optimize: bool,
-        schedules: Sequence[str | ModulePass],
-        threads: int,
-        layout: str,
-        preset: str | None,
+        self, module: ModuleOp, ctx: Context, timings: dict[str, float], options: LowerOptions
     ) -> ModuleOp:
         """`module` (graph level) lowered in place to the backend's last IR level."""
 

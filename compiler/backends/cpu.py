@@ -8,10 +8,9 @@ keeps what a package needs (object files, @main's IR, the bound weights). Packag
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from compiler.backends.base import Backend, Program
+from compiler.backends.base import Backend, LowerOptions, Program
 from compiler.backends.llvm_cpu import jit
 from compiler.package import llvm_cpu
 from compiler.package.errors import PackageError
@@ -19,7 +18,6 @@ from compiler.package.errors import PackageError
 if TYPE_CHECKING:
     from xdsl.context import Context
     from xdsl.dialects.builtin import ModuleOp
-    from xdsl.passes import ModulePass
 
 
 class CpuBackend(Backend[jit.LLVMCPUProgram]):
@@ -29,28 +27,20 @@ class CpuBackend(Backend[jit.LLVMCPUProgram]):
     threaded = True
 
     def lower(
-        self,
-        module: ModuleOp,
-        ctx: Context,
-        timings: dict[str, float],
-        *,
-        optimize: bool,
-        schedules: Sequence[str | ModulePass],
-        threads: int,
-        layout: str,
-        preset: str | None,
+        self, module: ModuleOp, ctx: Context, timings: dict[str, float], options: LowerOptions
     ) -> ModuleOp:
         from compiler.lowering import lower
 
+        o = options
         return lower(
             module,
             "loops",
             ctx,
             timings,
-            optimize=optimize,
-            schedules=schedules,
-            threads=threads,
-            layout=layout,
+            optimize=o.optimize,
+            schedules=o.schedules,
+            threads=o.threads,
+            layout=o.layout,
         )
 
     def emit(

@@ -16,18 +16,17 @@ from xdsl.dialects.builtin import (
     ModuleOp,
     VectorType,
 )
+from xdsl.dialects.utils import FastMathFlag
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
-    GreedyRewritePatternApplier,
     PatternRewriter,
-    PatternRewriteWalker,
     RewritePattern,
 )
 from xdsl.utils.hints import isa
 
 from dialects import llvm_extras
-from passes.conversions.llvm_common import convert_type, operands, replace
+from passes.conversions.llvm_common import convert_type, operands, replace, rewrite_once
 
 # The tables map an arith op class to the constructor of its llvm counterpart; typing the values
 # as constructor signatures (not `type[Operation]`) lets the calls below be checked.
@@ -84,7 +83,15 @@ def _fastmath(op: Operation) -> llvm.FastMathAttr:
     names = {f.value if hasattr(f, "value") else str(f) for f in flags}
     if "fast" in names:
         return llvm.FastMathAttr("fast")
-    return llvm.FastMathAttr([f for f in llvm.FastMathFlag if f.value in names])
+    return llvm.FastMathAttr([f for f in FastMathFlag if f.value in names])
+
+
+def _predicate(op: arith.CmpfOp | arith.CmpiOp) -> IntegerAttr[IntegerType]:
+    """The comparison predicate (an i64 attribute, the same numbering in arith and llvm)."""
+    pred = op.predicate
+    if not isa(pred, IntegerAttr[IntegerType]):
+        raise TypeError(f"{op.name}: expected an integer predicate, got {pred}")
+    return pred
 
 
 def _int_width(type: Attribute) -> int:
@@ -131,9 +138,9 @@ class ArithToLLVM(RewritePattern):
         if isinstance(op, arith.NegfOp):
             return [llvm.FNegOp(args[0], _fastmath(op))]
         if isinstance(op, arith.CmpfOp):
-            return [llvm.FCmpOp(args[0], args[1], op.predicate)]
+            return [llvm.FCmpOp(args[0], args[1], _predicate(op))]
         if isinstance(op, arith.CmpiOp):
-            return [llvm.ICmpOp(args[0], args[1], op.predicate)]
+            return [llvm.ICmpOp(args[0], args[1], _predicate(op))]
         if isinstance(op, arith.SelectOp):
             return [llvm.SelectOp(*args)]
         if isinstance(op, arith.IndexCastOp):
@@ -190,6 +197,4 @@ class ConvertArithToLLVMPass(ModulePass):
     name: ClassVar[str] = "convert-arith-to-llvm"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        PatternRewriteWalker(
-            GreedyRewritePatternApplier([ArithToLLVM()]), apply_recursively=False
-        ).rewrite_module(op)
+        rewrite_once(op, [ArithToLLVM()])

@@ -15,14 +15,12 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
-    GreedyRewritePatternApplier,
     PatternRewriter,
-    PatternRewriteWalker,
     RewritePattern,
     op_type_rewrite_pattern,
 )
 
-from passes.conversions.llvm_common import operand, retype_block_args
+from passes.conversions.llvm_common import operand, retype_block_args, rewrite_once
 
 
 class BranchLowering(RewritePattern):
@@ -62,7 +60,4 @@ class ConvertCfToLLVMPass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for block in _branch_targets(op):
             retype_block_args(block)
-        PatternRewriteWalker(
-            GreedyRewritePatternApplier([BranchLowering(), CondBranchLowering()]),
-            apply_recursively=False,
-        ).rewrite_module(op)
+        rewrite_once(op, [BranchLowering(), CondBranchLowering()])

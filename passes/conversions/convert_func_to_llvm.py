@@ -7,6 +7,7 @@ linkage; private ones internal linkage so LLVM may inline and drop them.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -16,17 +17,22 @@ from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, ModuleOp
 from xdsl.ir import Attribute, Region
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
-    GreedyRewritePatternApplier,
     PatternRewriter,
     PatternRewriteWalker,
     RewritePattern,
     op_type_rewrite_pattern,
 )
 
-from passes.conversions.llvm_common import convert_type, operand, replace, retype_block_args
+from passes.conversions.llvm_common import (
+    convert_type,
+    operand,
+    replace,
+    retype_block_args,
+    rewrite_once,
+)
 
 
-def _result_type(types: tuple[Attribute, ...] | list[Attribute]) -> Attribute:
+def _result_type(types: Sequence[Attribute]) -> Attribute:
     if not types:
         return llvm.LLVMVoidType()
     if len(types) > 1:
@@ -97,8 +103,5 @@ class ConvertFuncToLLVMPass(ModulePass):
     name: ClassVar[str] = "convert-func-to-llvm"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        PatternRewriteWalker(
-            GreedyRewritePatternApplier([ReturnLowering(), CallLowering()]),
-            apply_recursively=False,
-        ).rewrite_module(op)
+        rewrite_once(op, [ReturnLowering(), CallLowering()])
         PatternRewriteWalker(FuncLowering(), apply_recursively=False).rewrite_module(op)

@@ -18,9 +18,7 @@ from xdsl.dialects.builtin import ModuleOp, VectorType
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
-    GreedyRewritePatternApplier,
     PatternRewriter,
-    PatternRewriteWalker,
     RewritePattern,
 )
 from xdsl.utils.exceptions import DiagnosticException
@@ -31,6 +29,7 @@ from passes.conversions.llvm_common import (
     declare_function,
     operands,
     replace,
+    rewrite_once,
 )
 from passes.conversions.vector_math import ERF, TANH, inline_exp
 from passes.schedule.cpu_target import cpu_target
@@ -139,6 +138,4 @@ class ConvertMathToLLVMPass(ModulePass):
             scalef = cpu_target(self.cpu).has_scalef
         except ValueError as e:
             raise DiagnosticException(f"convert-math-to-llvm: {e}") from None
-        PatternRewriteWalker(
-            GreedyRewritePatternApplier([MathToLLVM(scalef)]), apply_recursively=False
-        ).rewrite_module(op)
+        rewrite_once(op, [MathToLLVM(scalef)])

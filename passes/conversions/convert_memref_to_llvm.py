@@ -25,9 +25,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Operation
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
-    GreedyRewritePatternApplier,
     PatternRewriter,
-    PatternRewriteWalker,
     RewritePattern,
     op_type_rewrite_pattern,
 )
@@ -37,11 +35,12 @@ from passes.conversions.llvm_common import (
     const_int,
     convert_type,
     declare_function,
-    element_ptr,
     element_size,
+    lower_load,
+    lower_store,
     operand,
-    operands,
     replace,
+    rewrite_once,
     static_strides,
 )
 
@@ -61,25 +60,13 @@ def _byte_size(mtype: MemRefType) -> int:
 class LoadLowering(RewritePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: memref.LoadOp, rewriter: PatternRewriter) -> None:
-        mtype = op.memref.type
-        assert isinstance(mtype, MemRefType)
-        base, *idx = operands(rewriter, op)
-        ops, ptr = element_ptr(mtype, base, idx)
-        load = llvm.LoadOp(
-            ptr, convert_type(op.res.type), alignment=element_size(mtype.element_type)
-        )
-        replace(rewriter, op, [*ops, load], [load.dereferenced_value])
+        lower_load(rewriter, op, op.memref.type, op.res.type)
 
 
 class StoreLowering(RewritePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: memref.StoreOp, rewriter: PatternRewriter) -> None:
-        mtype = op.memref.type
-        assert isinstance(mtype, MemRefType)
-        value, base, *idx = operands(rewriter, op)
-        ops, ptr = element_ptr(mtype, base, idx)
-        store = llvm.StoreOp(value, ptr, alignment=element_size(mtype.element_type))
-        replace(rewriter, op, [*ops, store], [])
+        lower_store(rewriter, op, op.memref.type)
 
 
 class AllocLowering(RewritePattern):
@@ -211,19 +198,17 @@ class ConvertMemRefToLLVMPass(ModulePass):
     name: ClassVar[str] = "convert-memref-to-llvm"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        PatternRewriteWalker(
-            GreedyRewritePatternApplier(
-                [
-                    LoadLowering(),
-                    StoreLowering(),
-                    AllocLowering(),
-                    AllocaLowering(),
-                    DeallocLowering(),
-                    ViewLowering(),
-                    SamePointer(),
-                    GlobalLowering(),
-                    GetGlobalLowering(),
-                ]
-            ),
-            apply_recursively=False,
-        ).rewrite_module(op)
+        rewrite_once(
+            op,
+            [
+                LoadLowering(),
+                StoreLowering(),
+                AllocLowering(),
+                AllocaLowering(),
+                DeallocLowering(),
+                ViewLowering(),
+                SamePointer(),
+                GlobalLowering(),
+                GetGlobalLowering(),
+            ],
+        )

@@ -13,17 +13,15 @@ from xdsl.context import Context
 from xdsl.dialects import llvm, vector
 from xdsl.dialects.builtin import (
     DenseArrayBase,
-    MemRefType,
     ModuleOp,
     VectorType,
     i32,
 )
+from xdsl.dialects.utils import FastMathFlag
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
-    GreedyRewritePatternApplier,
     PatternRewriter,
-    PatternRewriteWalker,
     RewritePattern,
     op_type_rewrite_pattern,
 )
@@ -33,14 +31,15 @@ from passes.conversions.llvm_common import (
     const_float,
     const_int,
     convert_type,
-    element_ptr,
-    element_size,
+    lower_load,
+    lower_store,
     operand,
     operands,
     replace,
+    rewrite_once,
 )
 
-_REASSOC = llvm.FastMathAttr([llvm.FastMathFlag.REASSOC])
+_REASSOC = llvm.FastMathAttr([FastMathFlag.REASSOC])
 
 
 def _check_1d(type: object) -> VectorType:
@@ -52,25 +51,13 @@ def _check_1d(type: object) -> VectorType:
 class LoadLowering(RewritePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: vector.LoadOp, rewriter: PatternRewriter) -> None:
-        mtype = op.base.type
-        assert isinstance(mtype, MemRefType)
-        base, *idx = operands(rewriter, op)
-        ops, ptr = element_ptr(mtype, base, idx)
-        load = llvm.LoadOp(
-            ptr, convert_type(op.result.type), alignment=element_size(mtype.element_type)
-        )
-        replace(rewriter, op, [*ops, load], [load.dereferenced_value])
+        lower_load(rewriter, op, op.base.type, op.result.type)
 
 
 class StoreLowering(RewritePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: vector.StoreOp, rewriter: PatternRewriter) -> None:
-        mtype = op.base.type
-        assert isinstance(mtype, MemRefType)
-        value, base, *idx = operands(rewriter, op)
-        ops, ptr = element_ptr(mtype, base, idx)
-        store = llvm.StoreOp(value, ptr, alignment=element_size(mtype.element_type))
-        replace(rewriter, op, [*ops, store], [])
+        lower_store(rewriter, op, op.base.type)
 
 
 def splat(value: SSAValue, vtype: VectorType) -> tuple[list[Operation], SSAValue]:
@@ -115,20 +102,16 @@ class ReductionLowering(RewritePattern):
         kind = op.kind.data.value if hasattr(op.kind.data, "value") else str(op.kind.data)
         ops: list[Operation]
         res: SSAValue
-        if kind == "add":
-            start = const_float(0.0, etype)
-            fadd = llvm.VectorReduceFAddOp(start.result, vec, _REASSOC)
-            ops, res = [start, fadd], fadd.res
+        if kind in ("add", "mul"):
+            # the ordered reduction from the identity (reassociable), then `acc` combined in
+            start = const_float(0.0 if kind == "add" else 1.0, etype)
+            reduce = (llvm.VectorReduceFAddOp if kind == "add" else llvm.VectorReduceFMulOp)(
+                start.result, vec, _REASSOC
+            )
+            ops, res = [start, reduce], reduce.res
             if acc is not None:
-                add = llvm.FAddOp(acc, res)
-                ops, res = [*ops, add], add.res
-        elif kind == "mul":
-            start = const_float(1.0, etype)
-            fmul = llvm.VectorReduceFMulOp(start.result, vec, _REASSOC)
-            ops, res = [start, fmul], fmul.res
-            if acc is not None:
-                mul = llvm.FMulOp(acc, res)
-                ops, res = [*ops, mul], mul.res
+                combine = (llvm.FAddOp if kind == "add" else llvm.FMulOp)(acc, res)
+                ops, res = [*ops, combine], combine.res
         elif kind in ("maximumf", "minimumf", "maxnumf", "minnumf"):
             name = {
                 "maximumf": "llvm.vector.reduce.fmaximum",
@@ -149,15 +132,20 @@ class ReductionLowering(RewritePattern):
         replace(rewriter, op, ops, [res])
 
 
+def _static_lane(op: vector.ExtractOp | vector.InsertOp) -> llvm.ConstantOp:
+    """The lane `op` addresses, as an i64 constant (one static position only)."""
+    pos = list(op.static_position.get_values())
+    if op.dynamic_position or len(pos) != 1:
+        raise NotImplementedError(f"{op.name}: one static position only")
+    return const_int(pos[0])
+
+
 class ExtractLowering(RewritePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: vector.ExtractOp, rewriter: PatternRewriter) -> None:
         vec = operand(rewriter, op, op.vector)
         _check_1d(vec.type)
-        pos = list(op.static_position.get_values())
-        if op.dynamic_position or len(pos) != 1:
-            raise NotImplementedError("vector.extract: one static position only")
-        idx = const_int(pos[0])
+        idx = _static_lane(op)
         ext = ExtractElementOp(vec, idx.result)
         replace(rewriter, op, [idx, ext], [ext.res])
 
@@ -168,10 +156,7 @@ class InsertLowering(RewritePattern):
         src = operand(rewriter, op, op.source)
         dest = operand(rewriter, op, op.dest)
         _check_1d(dest.type)
-        pos = list(op.static_position.get_values())
-        if op.dynamic_position or len(pos) != 1:
-            raise NotImplementedError("vector.insert: one static position only")
-        idx = const_int(pos[0])
+        idx = _static_lane(op)
         ins = llvm.InsertElementOp(dest, src, idx.result)
         replace(rewriter, op, [idx, ins], [ins.res])
 
@@ -194,18 +179,16 @@ class ConvertVectorToLLVMPass(ModulePass):
     name: ClassVar[str] = "convert-vector-to-llvm"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        PatternRewriteWalker(
-            GreedyRewritePatternApplier(
-                [
-                    LoadLowering(),
-                    StoreLowering(),
-                    BroadcastLowering(),
-                    FMALowering(),
-                    ReductionLowering(),
-                    ExtractLowering(),
-                    InsertLowering(),
-                    ShuffleLowering(),
-                ]
-            ),
-            apply_recursively=False,
-        ).rewrite_module(op)
+        rewrite_once(
+            op,
+            [
+                LoadLowering(),
+                StoreLowering(),
+                BroadcastLowering(),
+                FMALowering(),
+                ReductionLowering(),
+                ExtractLowering(),
+                InsertLowering(),
+                ShuffleLowering(),
+            ],
+        )

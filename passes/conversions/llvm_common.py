@@ -25,7 +25,12 @@ from xdsl.dialects.builtin import (
     i64,
 )
 from xdsl.ir import Attribute, Block, Operation, SSAValue
-from xdsl.pattern_rewriter import PatternRewriter
+from xdsl.pattern_rewriter import (
+    GreedyRewritePatternApplier,
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+)
 from xdsl.rewriter import InsertPoint, Rewriter
 
 PTR = llvm.LLVMPointerType()
@@ -186,6 +191,38 @@ def element_size(type: Attribute) -> int:
     if width is None:
         raise ValueError(f"unsupported element type {type}")
     return width // 8
+
+
+def lower_load(
+    rewriter: PatternRewriter, op: Operation, memref_type: Attribute, result_type: Attribute
+) -> None:
+    """Replace a load `op` (operands: the memref, then one index per dimension) by the address
+    computation and an `llvm.load` of `result_type` (a scalar or a vector of elements)."""
+    assert isinstance(memref_type, MemRefType)
+    base, *idx = operands(rewriter, op)
+    ops, ptr = element_ptr(memref_type, base, idx)
+    load = llvm.LoadOp(
+        ptr, convert_type(result_type), alignment=element_size(memref_type.element_type)
+    )
+    replace(rewriter, op, [*ops, load], [load.dereferenced_value])
+
+
+def lower_store(rewriter: PatternRewriter, op: Operation, memref_type: Attribute) -> None:
+    """Replace a store `op` (operands: the value, the memref, then one index per dimension) by
+    the address computation and an `llvm.store`."""
+    assert isinstance(memref_type, MemRefType)
+    value, base, *idx = operands(rewriter, op)
+    ops, ptr = element_ptr(memref_type, base, idx)
+    store = llvm.StoreOp(value, ptr, alignment=element_size(memref_type.element_type))
+    replace(rewriter, op, [*ops, store], [])
+
+
+def rewrite_once(module: ModuleOp, patterns: Sequence[RewritePattern]) -> None:
+    """One walk over `module`: each op is rewritten by the first of `patterns` that matches it,
+    and what they build is not walked again (the ops it holds are already LLVM's)."""
+    PatternRewriteWalker(
+        GreedyRewritePatternApplier(list(patterns)), apply_recursively=False
+    ).rewrite_module(module)
 
 
 def declare_function(

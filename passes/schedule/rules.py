@@ -16,7 +16,7 @@ from dataclasses import replace
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import IntegerType
 from xdsl.dialects.linalg import ops as linalg
-from xdsl.ir import Block
+from xdsl.ir import Block, SSAValue
 
 from dialects.sched import Schedule
 from passes.analysis.kernel_access import KernelInfo
@@ -57,7 +57,7 @@ def body_vectorizes(block: Block, lane_dim: int | None = None) -> bool:
     # operands keep the kernel scalar
     if any(isinstance(a.type, IntegerType) and a.type.width.data == 1 for a in block.args):
         return False
-    varying = set(block.args)  # values that differ between lanes
+    varying: set[SSAValue] = set(block.args)  # values that differ between lanes
     for op in block.ops:
         if isinstance(op, linalg.IndexOp):
             if lane_dim is None or op.dim.value.data == lane_dim:

@@ -9,11 +9,10 @@ not). Packages: compiler/package/gpu.py.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from compiler.backends.base import Backend, Program
+from compiler.backends.base import Backend, LowerOptions, Program
 from compiler.backends.gpu.availability import unavailable_reason
 from compiler.backends.gpu.plan import GpuArtifact
 from compiler.package import gpu as gpu_package
@@ -21,7 +20,6 @@ from compiler.package import gpu as gpu_package
 if TYPE_CHECKING:
     from xdsl.context import Context
     from xdsl.dialects.builtin import ModuleOp
-    from xdsl.passes import ModulePass
 
 
 class GpuBackend(Backend[GpuArtifact]):
@@ -33,22 +31,15 @@ class GpuBackend(Backend[GpuArtifact]):
         return unavailable_reason(self.name)
 
     def lower(
-        self,
-        module: ModuleOp,
-        ctx: Context,
-        timings: dict[str, float],
-        *,
-        optimize: bool,
-        schedules: Sequence[str | ModulePass],
-        threads: int,
-        layout: str,
-        preset: str | None,
+        self, module: ModuleOp, ctx: Context, timings: dict[str, float], options: LowerOptions
     ) -> ModuleOp:
         from compiler.lowering import lower_to_gpu
 
-        preset = self.resolve_preset(preset)
+        preset = self.resolve_preset(options.preset)
         assert preset is not None
-        return lower_to_gpu(module, preset, ctx, timings, optimize=optimize, schedules=schedules)
+        return lower_to_gpu(
+            module, preset, ctx, timings, optimize=options.optimize, schedules=options.schedules
+        )
 
     def emit(
         self,
@@ -65,7 +56,11 @@ class GpuBackend(Backend[GpuArtifact]):
         preset = self.resolve_preset(preset)
         assert preset is not None
         plan = build_plan(module, num_inputs)
-        return GpuArtifact(self.name, preset, kernel_source(module, self.name), plan)
+        return self.finish(GpuArtifact(self.name, preset, kernel_source(module, self.name), plan))
+
+    def finish(self, artifact: GpuArtifact) -> GpuArtifact:
+        """The API's additions to an emitted artifact (the device it was built for, ...)."""
+        return artifact
 
     def package_target(self, artifact: GpuArtifact) -> dict[str, Any]:
         return gpu_package.target(artifact)
@@ -92,16 +87,8 @@ class OpenCLBackend(GpuBackend):
 
         return preset_for("opencl")
 
-    def emit(
-        self,
-        module: ModuleOp,
-        ctx: Context,
-        num_inputs: int,
-        *,
-        jobs: int | None = None,
-        preset: str | None = None,
-    ) -> GpuArtifact:
-        artifact = super().emit(module, ctx, num_inputs, jobs=jobs, preset=preset)
+    def finish(self, artifact: GpuArtifact) -> GpuArtifact:
+        """With this machine's OpenCL device, where it has one."""
         if self.unavailable_reason() is None:
             from compiler.backends.gpu.opencl_runtime import select_device
 
@@ -121,20 +108,11 @@ class CudaBackend(GpuBackend):
     def resolve_preset(self, preset: str | None) -> str | None:
         return preset or "cuda"
 
-    def emit(
-        self,
-        module: ModuleOp,
-        ctx: Context,
-        num_inputs: int,
-        *,
-        jobs: int | None = None,
-        preset: str | None = None,
-    ) -> GpuArtifact:
+    def finish(self, artifact: GpuArtifact) -> GpuArtifact:
         """With the PTX nvcc compiles the source to: for this machine's GPU's architecture,
         or cuda_check.DEFAULT_ARCH where there is none."""
         from compiler.backends.gpu.cuda_check import DEFAULT_ARCH, cuda_to_ptx
 
-        artifact = super().emit(module, ctx, num_inputs, jobs=jobs, preset=preset)
         arch, device = DEFAULT_ARCH, ""
         if self.unavailable_reason() is None:
             from compiler.backends.gpu.cuda_runtime import device_arch, device_name

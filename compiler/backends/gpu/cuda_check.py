@@ -47,13 +47,7 @@ def cuda_to_ptx(source: str, arch: str = DEFAULT_ARCH, timeout_s: float = 300) -
         cu, ptx = Path(tmp) / "kernels.cu", Path(tmp) / "kernels.ptx"
         cu.write_text(source)
         cmd = [nvcc, "-ptx", f"-arch={arch}", "-o", str(ptx), str(cu)]
-        try:
-            done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            raise CompileError(f"nvcc took more than {timeout_s} s on the CUDA source") from None
-        if done.returncode != 0:
-            log = (done.stderr + done.stdout).strip()
-            raise CompileError(f"nvcc -ptx -arch={arch} failed (exit {done.returncode}):\n{log}")
+        _run_tool(cmd, "nvcc", f"nvcc -ptx -arch={arch}", "the CUDA source", timeout_s)
         return ptx.read_text()
 
 
@@ -73,11 +67,17 @@ def check_ptx(ptx: str, arch: str = DEFAULT_ARCH, timeout_s: float = 300) -> boo
         src = Path(tmp) / "kernels.ptx"
         src.write_text(ptx)
         cmd = [ptxas, f"-arch={arch}", "-o", str(Path(tmp) / "kernels.cubin"), str(src)]
-        try:
-            done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            raise CompileError(f"ptxas took more than {timeout_s} s on the PTX") from None
-        if done.returncode != 0:
-            log = (done.stderr + done.stdout).strip()
-            raise CompileError(f"ptxas -arch={arch} failed (exit {done.returncode}):\n{log}")
+        _run_tool(cmd, "ptxas", f"ptxas -arch={arch}", "the PTX", timeout_s)
     return True
+
+
+def _run_tool(cmd: list[str], tool: str, call: str, subject: str, timeout_s: float) -> None:
+    """Run a CUDA toolkit command (`tool`, invoked as `call`, on `subject`); CompileError with
+    its diagnostics when it fails, or when it takes more than `timeout_s` seconds."""
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        raise CompileError(f"{tool} took more than {timeout_s} s on {subject}") from None
+    if done.returncode != 0:
+        log = (done.stderr + done.stdout).strip()
+        raise CompileError(f"{call} failed (exit {done.returncode}):\n{log}")

@@ -122,6 +122,17 @@ def convert_gather_nd(imp: Importer, node: onnx.NodeProto) -> list[Value]:
     return [imp.op(g.GatherOp(data, lin, axis=0))]
 
 
+def _offsets_across(shape: Sequence[int], st: np.ndarray, axis: int) -> np.ndarray:
+    """For each position p of `shape`: the flat offset (strides `st`) of p's coordinates other
+    than `axis` (the elementwise gather and scatter add index * st[axis] to it)."""
+    coords = np.indices(shape, dtype=np.int64)
+    offset = np.zeros(shape, dtype=np.int64)
+    for d in range(len(st)):
+        if d != axis:
+            offset += coords[d] * st[d]
+    return offset
+
+
 def elements_gather(
     imp: Importer,
     data: SSAValue,
@@ -135,11 +146,7 @@ def elements_gather(
     plus index * stride(axis)."""
     ds = imp.shape_of(data)
     st = strides(ds)
-    coords = np.indices(out_shape, dtype=np.int64)
-    offset = np.zeros(out_shape, dtype=np.int64)
-    for d in range(len(ds)):
-        if d != axis:
-            offset += coords[d] * st[d]
+    offset = _offsets_across(out_shape, st, axis)
     flat = imp.op(g.ReshapeOp(data, [math.prod(ds)]))
     if isinstance(index, np.ndarray):
         lin = imp.op(g.ConstantOp(np.broadcast_to(index * st[axis] + offset, out_shape).copy()))
@@ -391,11 +398,7 @@ def convert_scatter_elements(imp: Importer, node: onnx.NodeProto) -> list[Value]
     _same_type(imp, data, updates)
     reduction = _reduction(imp, node, data)
     st = strides(ds)
-    coords = np.indices(qs, dtype=np.int64)
-    offset = np.zeros(qs, dtype=np.int64)
-    for d in range(len(ds)):
-        if d != axis:
-            offset += coords[d] * st[d]
+    offset = _offsets_across(qs, st, axis)
     u = math.prod(qs)
     idx_c = imp.const(node.input[1])
     target: SSAValue | np.ndarray
