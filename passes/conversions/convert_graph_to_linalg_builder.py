@@ -31,6 +31,7 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.ir.affine import AffineExpr, AffineMap
 from xdsl.rewriter import InsertPoint
 
+from dialects import graph
 from dialects.dense import dense_to_numpy, numpy_to_dense
 
 Shape = tuple[int, ...]
@@ -76,9 +77,9 @@ def constant_value(value: SSAValue) -> np.ndarray | None:
     """The (read-only) numpy value of a tensor produced by graph.constant / arith.constant, else
     None."""
     owner = value.owner
-    if not isinstance(owner, Operation) or owner.name not in ("graph.constant", "arith.constant"):
+    if not isinstance(owner, graph.ConstantOp | arith.ConstantOp):
         return None
-    attr = owner.properties.get("value", owner.attributes.get("value"))
+    attr = owner.value
     if not isinstance(attr, DenseIntOrFPElementsAttr):
         return None
     return dense_to_numpy(attr)
