@@ -308,8 +308,10 @@ class Importer(ValueTable):
                         f"input_shapes gives rank {len(given)} for input '{inp.name}' of rank "
                         f"{len(dims)}"
                     )
-                if any(int(d) <= 0 for d in given):
-                    raise FrontendError(f"input_shapes for '{inp.name}' must be positive: {given}")
+                if any(int(d) < 0 for d in given):
+                    raise FrontendError(
+                        f"input_shapes for '{inp.name}' must not be negative: {given}"
+                    )
                 shape = [int(d) for d in given]
             else:
                 if dims is None:
