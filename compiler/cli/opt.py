@@ -420,13 +420,9 @@ class ZigguratOptMain(xDSLOptMain):
             run_pipeline(self.ctx, module, self.pipeline.passes, instr)
         except (OpError, DiagnosticException) as e:
             failure = instr.failure()
-            d = diag_from_exception(e, name)
-            if failure is not None:
-                what = "produced IR that does not verify" if failure.after_pass else "failed"
-                d.notes.append(f"note: pass '{failure.pass_.name}' {what}")
-            report(d)
-            if failure is not None:
-                self._maybe_reproduce(failure, d.render({}))
+            broke = failure is not None and failure.after_pass
+            what = "produced IR that does not verify" if broke else "failed"
+            self._report_failure(diag_from_exception(e, name), failure, what, report)
             return None
         except _PASS_INPUT_FAILURES as e:
             # input the pass does not handle (another level, an unsupported construct), or IR
@@ -437,12 +433,7 @@ class ZigguratOptMain(xDSLOptMain):
                 message = f"pass '{where}': the IR is nested too deeply (Python's recursion limit)"
             else:
                 message = pass_input_error(where, e)
-            d = Diag("error", message, file=name)
-            if failure is not None:
-                d.notes.append(f"note: pass '{where}' failed")
-            report(d)
-            if failure is not None:
-                self._maybe_reproduce(failure, d.render({}))
+            self._report_failure(Diag("error", message, file=name), failure, "failed", report)
             return None
         except Exception as e:
             failure = instr.failure()
@@ -451,6 +442,17 @@ class ZigguratOptMain(xDSLOptMain):
                 raise _Internal(f"in pass '{failure.pass_.name}'", e) from e
             raise _Internal("while running the pipeline", e) from e
         return module
+
+    def _report_failure(
+        self, d: Diag, failure: PassFailure | None, what: str, report: Callable[[Diag], None]
+    ) -> None:
+        """Report `d` from a failed pipeline: with a note that the pass `what` (failed, ...)
+        where one is to blame, and its --reproducer written."""
+        if failure is not None:
+            d.notes.append(f"note: pass '{failure.pass_.name}' {what}")
+        report(d)
+        if failure is not None:
+            self._maybe_reproduce(failure, d.render({}))
 
     def _maybe_reproduce(self, failure: PassFailure, reason: str) -> None:
         path = self.args.reproducer

@@ -279,7 +279,7 @@ def _failing_open(monkeypatch: pytest.MonkeyPatch, path: Path, err: int) -> None
     import errno
     import os
 
-    import compiler.cli.main as cli
+    import compiler.cli.common as cli
 
     def fake_open(file, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
         if os.fspath(file) == str(path):
@@ -405,7 +405,7 @@ def test_full_disk_leaves_no_partial_output(
     import builtins
     import errno
 
-    import compiler.cli.main as cli
+    import compiler.cli.common as cli
 
     out = tmp_path / "out.bin"
 

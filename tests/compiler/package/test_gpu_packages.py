@@ -24,7 +24,7 @@ from compiler import zoo
 from compiler.backends.gpu.cuda_check import check_ptx, nvcc_path, ptxas_path
 from compiler.backends.gpu.plan import plan_from_json, plan_to_json
 from compiler.backends.registry import BACKENDS, PACKAGE_BACKENDS
-from compiler.cli import main as cli
+from compiler.cli import common as cli
 from compiler.errors import CompileError
 from compiler.model import TARGETS, CompiledModel, compile_model
 from compiler.package import PackageError, load_package

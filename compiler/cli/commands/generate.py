@@ -1,0 +1,67 @@
+"""`ziggurat generate`: greedy decoding from token ids with a KV-cache decoder
+(compiler/generate.py: two compiled programs, a cache of fixed capacity)."""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+
+from compiler.cli.common import UsageError, check_threads, model_arg, progress_on_terminal
+
+
+def _token_ids(text: str) -> list[int]:
+    try:
+        ids = [int(t) for t in text.replace(",", " ").split()]
+    except ValueError:
+        raise UsageError(f"--prompt must be token ids separated by commas, got {text!r}") from None
+    if not ids or min(ids) < 0:
+        raise UsageError(f"--prompt must be one or more non-negative token ids, got {text!r}")
+    return ids
+
+
+def cmd_generate(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from compiler.generate import GreedyGenerator
+
+    prompt = _token_ids(args.prompt)
+    check_threads(args.threads)
+    if args.new_tokens < 1:
+        raise UsageError(f"--new-tokens must be at least 1 (got {args.new_tokens})")
+    with progress_on_terminal():
+        generator = GreedyGenerator(
+            model_arg(args.model),
+            prompt_len=len(prompt),
+            new_tokens=args.new_tokens,
+            threads=args.threads,
+            cache=not args.no_cache,
+        )
+    tokens = generator.generate(np.asarray([prompt], dtype=np.int64))
+    print(" ".join(str(int(t)) for t in tokens[0]))
+    steps = generator.step_seconds
+    per_token = f", {statistics.median(steps) * 1e3:.2f} ms per token (median)" if steps else ""
+    print(
+        f"prefill of {len(prompt)} tokens {generator.prefill_seconds * 1e3:.2f} ms{per_token}; "
+        f"cache capacity {generator.capacity}",
+        file=sys.stderr,
+    )
+    return 0
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    g = subparsers.add_parser(
+        "generate",
+        help="greedy decoding with a KV-cache decoder (optimum's layout: input_ids, "
+        "attention_mask, past_key_values.* -> logits, present.*)",
+    )
+    g.add_argument("model", help="an .onnx decoder exported with a KV cache")
+    g.add_argument("--prompt", required=True, help="the prompt's token ids, e.g. 464,2068,318")
+    g.add_argument("--new-tokens", type=int, default=32, help="tokens to generate (default 32)")
+    g.add_argument("--threads", type=int, default=1, help="threads for the kernels (default 1)")
+    g.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="compile afresh, neither reading nor filling the compile cache",
+    )
+    g.set_defaults(fn=cmd_generate)
