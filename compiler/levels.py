@@ -16,6 +16,7 @@ LEVELS: dict[str, tuple[str, ...]] = {
         "fold-batchnorm",
         "fold-constants",
         "transpose-weights",
+        "pad-weights",
         "simplify",
         "blocked-layout",
         "winograd",

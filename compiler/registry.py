@@ -45,6 +45,7 @@ PASSES: dict[str, str] = {
     "fold-constants": "passes.transforms.fold_constants:FoldConstantsPass",
     "fold-batchnorm": "passes.transforms.fold_batchnorm:FoldBatchnormPass",
     "transpose-weights": "passes.transforms.transpose_weights:TransposeWeightsPass",
+    "pad-weights": "passes.transforms.pad_weights:PadWeightsPass",
     "simplify": "passes.transforms.simplify:SimplifyPass",
     "blocked-layout": "passes.transforms.blocked_layout:BlockedLayoutPass",
     "winograd": "passes.transforms.winograd:WinogradPass",

@@ -30,6 +30,10 @@ CACHE_SHARE = 2
 MAX_REDUCTION_UNROLL = 8
 """An innermost reduction loop this short (a conv window row) is unrolled completely."""
 
+MATVEC_ROWS = 16
+"""Reduction steps per chunk of a matrix-vector kernel: its accumulators are loaded and
+stored once per chunk, 1/16 of the matrix's traffic."""
+
 MIN_PARALLEL_ITERATIONS = 1 << 15
 """Kernels with fewer loop iterations than this stay sequential: waking the pool costs more."""
 CHUNKS_PER_THREAD = 4
@@ -100,13 +104,15 @@ def default_schedule(
     if has_reduction:
         budget = max(1, cpu.default_accumulators // nvec)
         slab = cpu.l2.size // (CACHE_SHARE * F32_BYTES)
-        for d, rows in _register_tile(
-            info, v, nvec, budget, cpu.fma_in_flight, slab, width
-        ).items():
-            unroll[d] = rows
-        _tile_reduction(info, cpu, tile, unroll, v)
-        if v >= 0:
-            _tile_vector_loop(info, cpu, tile, unroll, v)
+        rows = _register_tile(info, v, nvec, budget, cpu.fma_in_flight, slab, width)
+        for d, r in rows.items():
+            unroll[d] = r
+        if not rows and v >= 0 and _is_matrix_vector(info, v):
+            _tile_matrix_vector(info, cpu, tile, unroll, v)
+        else:
+            _tile_reduction(info, cpu, tile, unroll, v)
+            if v >= 0:
+                _tile_vector_loop(info, cpu, tile, unroll, v)
         # a short innermost reduction loop (a conv window row) is unrolled: its loop overhead
         # would otherwise rival the FMAs of one step
         last = info.reduction_loops[-1]
@@ -240,6 +246,37 @@ def _tile_reduction(
         if t < info.extents[d]:
             tile[d] = t
             rest = inner * t
+
+
+def _is_matrix_vector(info: KernelInfo, v: int) -> bool:
+    """One row of output only (no register-tile rows): an input varies along the vector loop
+    and the reduction (the matrix, each element used once) and one is invariant to the vector
+    loop (the vector): a matrix-vector product, bound by streaming the matrix."""
+    inputs = [a for a in info.accesses if not a.is_output and not a.is_scalar]
+    matrix = any(
+        not a.invariant_to(v) and not all(a.invariant_to(d) for d in info.reduction_loops)
+        for a in inputs
+    )
+    return matrix and any(a.invariant_to(v) for a in inputs)
+
+
+def _tile_matrix_vector(
+    info: KernelInfo, cpu: CpuTarget, tile: list[int], unroll: list[int], v: int
+) -> None:
+    """Walk the matrix in chunks of MATVEC_ROWS reduction steps across a vector-loop tile
+    whose accumulators stay in a quarter of L1: per chunk each matrix row is read as one long
+    contiguous run (what the hardware prefetcher follows), where a whole reduction per
+    register tile jumps a row stride at every step. (A decode step's GEMVs, Zen 4: 768 x 3072
+    from 5.6 to 10 GFLOP/s, onnxruntime 6.3.) A divisor of the vector loop under half that
+    tile is not taken: a remainder tile costs less than runs cut short."""
+    last = info.reduction_loops[-1]
+    if info.extents[last] > 2 * MATVEC_ROWS:
+        tile[last] = divisor_at_most(info.extents[last], MATVEC_ROWS)
+    step, extent = unroll[v], info.extents[v]
+    t = max(step, cpu.l1.size // (4 * F32_BYTES) // step * step)
+    if extent > t:
+        d = divisor_at_most(extent, t, step)
+        tile[v] = d if extent % d == 0 and 2 * d >= t else t
 
 
 def _reduction_iterations(info: KernelInfo, tile: list[int]) -> int:

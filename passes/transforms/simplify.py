@@ -3,7 +3,8 @@
 One pattern per rewrite: identity/dropout, cast f32 -> f32, reshape/flatten/squeeze/unsqueeze
 to the same type, identity transposes, transpose-of-transpose (perms composed), reshape of a
 reshape-like op (one reshape), x*1, 1*x, x+0, 0+x, x-0, x/1 with a constant all-ones/zeros
-operand when broadcasting leaves x's shape unchanged, and pads of all zeros. Ops that a
+operand when broadcasting leaves x's shape unchanged, x ** c for c in 1, 2, 3, 4, 0.5 as
+products or a sqrt, and pads of all zeros. Ops that a
 rewrite leaves without uses are erased.
 """
 
@@ -138,6 +139,37 @@ class RemoveNeutralOperand(RewritePattern):
                 return
 
 
+class PowBySmallExponent(RewritePattern):
+    """x ** c for a constant c of 1, 2, 3, 4 or 0.5 -> x, products of x, or sqrt(x), when x
+    already has the result's shape. A pow the LLVM level cannot see as constant (it arrives in
+    memory) is a libm call per lane: GPT-2's GELU (x ** 3) and RMSNorm's x ** 2 cost more
+    than the matmul they follow. The products round up to twice where pow rounds once."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: g.PowOp, rewriter: PatternRewriter) -> None:
+        x, c = op.lhs, op.rhs
+        if x.type != op.result.type:
+            return
+        exponent = next((e for e in (1.0, 2.0, 3.0, 4.0, 0.5) if _is_splat(c, e)), None)
+        if exponent is None:
+            return
+        new: list[Operation] = []
+        if exponent == 0.5:
+            new = [g.SqrtOp(x)]
+        elif exponent >= 2.0:
+            square = g.MulOp(x, x)
+            new = [square]
+            if exponent == 3.0:
+                new.append(g.MulOp(square, x))
+            elif exponent == 4.0:
+                new.append(g.MulOp(square, square))
+        if new:
+            rewriter.replace(op, new)
+        else:
+            _forward(op, x, rewriter)
+        _erase_if_dead(c.owner, rewriter)
+
+
 class RemoveZeroPad(RewritePattern):
     """graph.pad with all pads 0 -> x."""
 
@@ -160,6 +192,7 @@ def simplify_patterns() -> list[RewritePattern]:
         RemoveNeutralOperand(g.AddOp, 0.0, True),
         RemoveNeutralOperand(g.SubOp, 0.0, False),
         RemoveNeutralOperand(g.DivOp, 1.0, False),
+        PowBySmallExponent(),
         RemoveZeroPad(),
     ]
 

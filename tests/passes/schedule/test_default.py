@@ -160,3 +160,41 @@ def test_rows_that_reuse_only_broadcasts_stop_at_the_fmas_in_flight() -> None:
     _, pointwise = kernel(conv(cin=64, cout=192, hw=13, k=1))  # 13 rows: no two-loop tile
     s = default_schedule(pointwise, cpu=zen5)
     assert (s.vector, s.unroll[0]) == (2, 16)
+
+
+def test_a_matrix_vector_product_walks_the_matrix_in_row_chunks() -> None:
+    """One output row (a decode step's GEMV): the reduction in MATVEC_ROWS chunks across a
+    vector-loop tile whose accumulators take a quarter of L1; with rows, nothing changes."""
+    from passes.schedule.default import MATVEC_ROWS
+
+    zen4, zen5 = cpu_target("znver4"), cpu_target("znver5")
+    _, gemv = kernel(matmul(1, 768, 3072))
+    s = default_schedule(gemv, cpu=zen4)
+    assert s.tile[2] == MATVEC_ROWS
+    assert 0 < s.tile[1] * 4 * 4 <= zen4.l1.size and 3072 % s.tile[1] == 0
+    assert legalize(s, gemv) == s
+    # the tile follows the L1 (32 KiB on Zen 4, 48 KiB on Zen 5)
+    assert (default_schedule(gemv, cpu=zen5).tile[1] or 3072) > s.tile[1]
+    # a width with no divisor near the tile (50272 = 32 x 1571) takes a remainder tile
+    _, head = kernel(matmul(1, 768, 50272))
+    h = default_schedule(head, cpu=zen4)
+    assert h.tile[1] * 4 * 4 == zen4.l1.size and h.tile[2] == MATVEC_ROWS
+    # 128 rows reuse B from registers: the register tile's schedule, not this one
+    _, rows = kernel(matmul(128, 768, 3072))
+    assert default_schedule(rows, cpu=zen4).tile[2] != MATVEC_ROWS
+
+
+def test_a_matrix_vector_default_computes_the_product() -> None:
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((1, 1, 96)).astype(np.float32)
+    w = rng.standard_normal((96, 1000)).astype(np.float32)
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w"], ["y"])],
+        "gemv",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 96])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(w, "w")],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    got = compile_model(model).run({"x": x})["y"]
+    np.testing.assert_allclose(got, x @ w, rtol=1e-5, atol=1e-4)

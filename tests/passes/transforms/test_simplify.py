@@ -151,3 +151,27 @@ def test_onnx_model() -> None:
     m = import_onnx(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]))
     apply_and_compare(m, SimplifyPass())
     assert op_names(m) == ["graph.relu", "func.return"]
+
+
+def test_pow_by_a_small_constant_becomes_products_or_a_sqrt() -> None:
+    for exponent, expect in ((2.0, ["graph.mul"]), (3.0, ["graph.mul"] * 2), (0.5, ["graph.sqrt"])):
+
+        def fn(b: Builder, args: list[SSAValue], e: float = exponent):
+            x = b.insert(g.AbsOp(args[0])).results[0]  # sqrt and pow agree on NaN, not atol
+            c = b.insert(g.ConstantOp(np.full((), e, np.float32))).results[0]
+            return [b.insert(g.PowOp(x, c))]
+
+        m = build([[4, 8]], fn)
+        apply_and_compare(m, SimplifyPass())
+        names = op_names(m)
+        assert "graph.pow" not in names and "graph.constant" not in names
+        assert [n for n in names if n in ("graph.mul", "graph.sqrt")] == expect
+    # another exponent, or one that broadcasts x to a larger shape, stays a pow
+
+    def odd(b: Builder, args: list[SSAValue]):
+        c = b.insert(g.ConstantOp(np.full((), 2.5, np.float32))).results[0]
+        return [b.insert(g.PowOp(args[0], c))]
+
+    m = build([[4, 8]], odd)
+    SimplifyPass().apply(None, m)  # type: ignore[arg-type]
+    assert "graph.pow" in op_names(m)
