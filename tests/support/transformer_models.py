@@ -14,6 +14,8 @@ optimum's layout.
 - qwen2: llama with biases on the Q, K and V projections.
 - bert: encoder, token-type embeddings, LayerNorm, exact GELU (Erf), additive padding mask
   from an `attention_mask` input.
+- t5: T5's encoder: relative-position bias from log-spaced buckets (shared by the layers),
+  RMS norm without mean or bias, ReLU feed-forward, scores not scaled by 1/sqrt(d).
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ OPSET = 17
 
 @dataclass(frozen=True)
 class Config:
-    kind: str  # gpt2 | llama | qwen2 | bert
+    kind: str  # gpt2 | llama | qwen2 | bert | t5
     vocab: int = 1000
     hidden: int = 64
     layers: int = 2
@@ -51,7 +53,7 @@ class Config:
 
     @property
     def decoder(self) -> bool:
-        return self.kind != "bert"
+        return self.kind not in ("bert", "t5")
 
 
 SMALL = {
@@ -59,6 +61,7 @@ SMALL = {
     "llama": Config("llama", kv_heads=2),
     "qwen2": Config("qwen2", kv_heads=2, eps=1e-6, rope_theta=1e6),
     "bert": Config("bert", eps=1e-12),
+    "t5": Config("t5", eps=1e-6),
 }
 """Test-sized models (64 wide, 2 layers)."""
 
@@ -79,6 +82,7 @@ FULL = {
         rope_theta=1e6,
     ),  # fmt: skip
     "bert": Config("bert", vocab=30522, hidden=768, layers=12, heads=12, ffn=3072, eps=1e-12),
+    "t5": Config("t5", vocab=32128, hidden=512, layers=6, heads=8, ffn=2048, eps=1e-6),
 }
 """Benchmark-sized models: GPT-2 small and BERT-base as published; the Llama and Qwen2 shapes
 cut to 8 layers (TinyLlama's and Qwen2-0.5B's widths) to keep their random weights small."""
@@ -213,7 +217,9 @@ def _attention(b, x, cfg, i, batch, seq, total, mask, rope, past):
     present = (k, v)
     k, v = _repeat_kv(b, k, cfg, batch, total), _repeat_kv(b, v, cfg, batch, total)
     scores = b("MatMul", q, b("Transpose", k, perm=[0, 1, 3, 2]))
-    scores = b("Add", b("Div", scores, b.const(np.sqrt(hd))), mask)
+    if cfg.kind != "t5":  # T5 folds the 1/sqrt(d) into its initialization
+        scores = b("Div", scores, b.const(np.sqrt(hd)))
+    scores = b("Add", scores, mask)
     ctx = b("MatMul", b("Softmax", scores, axis=-1), v)
     ctx = b("Transpose", ctx, perm=[0, 2, 1, 3])
     ctx = b("Reshape", ctx, b("Concat", batch, seq, b.ints(cfg.heads * hd), axis=0))
@@ -224,6 +230,9 @@ def _attention(b, x, cfg, i, batch, seq, total, mask, rope, past):
 
 def _mlp(b: _Builder, x: str, cfg: Config, i: int) -> str:
     hint = f"layers.{i}.mlp"
+    if cfg.kind == "t5":  # DenseReluDense
+        h = b("Relu", b.linear(x, cfg.hidden, cfg.ffn, False, f"{hint}.wi"))
+        return b.linear(h, cfg.ffn, cfg.hidden, False, f"{hint}.wo")
     if cfg.kind in ("gpt2", "bert"):
         h = b.linear(x, cfg.hidden, cfg.ffn, True, f"{hint}.fc")
         h = _gelu_tanh(b, h) if cfg.kind == "gpt2" else _gelu_erf(b, h)
@@ -232,6 +241,36 @@ def _mlp(b: _Builder, x: str, cfg: Config, i: int) -> str:
     up = b.linear(x, cfg.hidden, cfg.ffn, False, f"{hint}.up_proj")
     act = b("Mul", b("Mul", gate, b("Sigmoid", gate)), up)
     return b.linear(act, cfg.ffn, cfg.hidden, False, f"{hint}.down_proj")
+
+
+T5_BUCKETS, T5_MAX_DISTANCE = 32, 128
+
+
+def _t5_position_bias(b: _Builder, cfg: Config, slots: str) -> str:
+    """T5's bidirectional relative-position bias, [1, heads, seq, seq], as its export computes it:
+    half the buckets per direction, exact below 8, logarithmic up to 128 (the log of 0 at the
+    diagonal is computed and discarded by the Where, as in transformers)."""
+    half = T5_BUCKETS // 2
+    exact = half // 2
+    rel = b("Sub", b("Unsqueeze", slots, b.ints(0)), b("Unsqueeze", slots, b.ints(1)))  # k - q
+    direction = b(
+        "Mul",
+        b("Cast", b("Greater", rel, b.const(0, np.int64, "zero")), to=TensorProto.INT64),
+        b.const(half, np.int64, "half"),
+    )
+    n = b("Abs", b("Cast", rel, to=TensorProto.FLOAT))
+    scale = (half - exact) / np.log(T5_MAX_DISTANCE / exact)
+    large = b(
+        "Add",
+        b("Mul", b("Log", b("Div", n, b.const(float(exact)))), b.const(scale)),
+        b.const(float(exact)),
+    )
+    large = b("Min", b("Cast", large, to=TensorProto.INT64), b.const(half - 1, np.int64, "last"))
+    small = b("Less", n, b.const(float(exact)))
+    bucket = b("Add", direction, b("Where", small, b("Cast", n, to=TensorProto.INT64), large))
+    table = b.weight((T5_BUCKETS, cfg.heads), "relative_attention_bias", scale=1.0)
+    bias = b("Transpose", b("Gather", table, bucket), perm=[2, 0, 1])  # [heads, q, k]
+    return b("Unsqueeze", bias, b.ints(0))
 
 
 def _rope_tables(b: _Builder, cfg: Config, positions: str) -> tuple[str, str]:
@@ -282,9 +321,16 @@ def build(cfg: Config, seed: int = 0) -> onnx.ModelProto:
     if cfg.kind in ("gpt2", "bert"):
         pos_table = b.weight((cfg.positions, cfg.hidden), "embed_positions")
         h = b("Add", h, b("Gather", pos_table, positions))
-    else:
+    elif cfg.kind != "t5":
         rope = _rope_tables(b, cfg, positions)
-    if cfg.kind == "bert":
+    if cfg.kind == "t5":
+        inputs.append(
+            helper.make_tensor_value_info("attention_mask", TensorProto.INT64, ["batch", "seq"])
+        )
+        keep = b("Cast", b("Unsqueeze", "attention_mask", b.ints(1, 2)), to=TensorProto.FLOAT)
+        padding = b("Mul", b("Sub", b.const(1.0), keep), b.const(np.finfo(np.float32).min))
+        mask = b("Add", _t5_position_bias(b, cfg, slots), padding)
+    elif cfg.kind == "bert":
         inputs.append(
             helper.make_tensor_value_info("attention_mask", TensorProto.INT64, ["batch", "seq"])
         )
@@ -305,6 +351,14 @@ def build(cfg: Config, seed: int = 0) -> onnx.ModelProto:
 
     for i in range(cfg.layers):
         past = past_names[i] if cfg.kv_cache else None
+        if cfg.kind == "t5":  # pre-norm, no cache
+            attn, _ = _attention(
+                b, _layer_norm(b, h, cfg, f"layers.{i}.ln_1"), cfg, i, batch, seq, total, mask,
+                None, None,
+            )  # fmt: skip
+            h = b("Add", h, attn)
+            h = b("Add", h, _mlp(b, _layer_norm(b, h, cfg, f"layers.{i}.ln_2"), cfg, i))
+            continue
         if cfg.kind == "bert":  # post-norm
             attn, _ = _attention(b, h, cfg, i, batch, seq, total, mask, rope, past)
             h = _layer_norm(b, b("Add", h, attn), cfg, f"layers.{i}.attn_norm")
@@ -332,6 +386,8 @@ def build(cfg: Config, seed: int = 0) -> onnx.ModelProto:
                         name, TensorProto.FLOAT, ["batch", cfg.n_kv, "past + seq", cfg.head_dim]
                     )
                 )
+    if cfg.kind == "t5":
+        h = _layer_norm(b, h, cfg, "final_layer_norm")
     if cfg.decoder:
         h = _layer_norm(b, h, cfg, "norm")
         logits = b("MatMul", h, b.weight((cfg.hidden, cfg.vocab), "lm_head"))
@@ -357,7 +413,7 @@ def feeds(cfg: Config, batch: int, seq: int, past: int = 0, seed: int = 0) -> di
     out: dict[str, np.ndarray] = {
         "input_ids": rng.integers(0, cfg.vocab, (batch, seq), dtype=np.int64)
     }
-    if cfg.kind == "bert":
+    if cfg.kind in ("bert", "t5"):
         mask = np.ones((batch, seq), np.int64)
         mask[0, seq - seq // 4 :] = 0  # some padding in the first row
         out["attention_mask"] = mask
