@@ -22,6 +22,25 @@ def test_greedy_tokens_match_onnxruntime(kind: str, batch: int) -> None:
     assert len(set(expected[0].tolist())) > 1  # not a constant stream that any bug could match
 
 
+def test_prompts_shorter_than_the_capacity_and_of_different_lengths() -> None:
+    """Left-padded, masked prompts: each row gives the tokens of its own unpadded run."""
+    cfg = tm.with_cache(tm.SMALL["llama"])
+    model = tm.build(cfg)
+    rng = np.random.default_rng(3)
+    prompts = [rng.integers(0, cfg.vocab, 5), rng.integers(0, cfg.vocab, 2)]
+    gen = GreedyGenerator(model, prompt_len=8, new_tokens=16, batch=2)
+    got = gen.generate(prompts)
+    for row, prompt in enumerate(prompts):
+        expected = tm.onnxruntime_greedy(model, cfg, prompt[None, :], 16)[0]
+        np.testing.assert_array_equal(got[row], expected)
+
+
+def test_prompt_buckets() -> None:
+    from compiler.generate import prompt_bucket
+
+    assert [prompt_bucket(n) for n in (1, 8, 9, 16, 17, 100)] == [8, 8, 16, 16, 32, 128]
+
+
 def test_model_without_cache_is_refused() -> None:
     with pytest.raises(GenerateError, match="no 'attention_mask' input"):
         GreedyGenerator(tm.build(tm.SMALL["gpt2"]), prompt_len=4, new_tokens=2)
@@ -30,5 +49,7 @@ def test_model_without_cache_is_refused() -> None:
 def test_wrong_prompt_shape_is_refused() -> None:
     cfg = tm.with_cache(tm.SMALL["gpt2"])
     gen = GreedyGenerator(tm.build(cfg), prompt_len=4, new_tokens=2)
-    with pytest.raises(GenerateError, match=r"prompt_ids has shape \[1, 3\]; .* \[1, 4\]"):
-        gen.generate(np.zeros((1, 3), np.int64))
+    with pytest.raises(GenerateError, match=r"prompt 0 has 5 tokens; this generator takes 1 to 4"):
+        gen.generate(np.zeros((1, 5), np.int64))
+    with pytest.raises(GenerateError, match="2 prompts given; this generator takes 1"):
+        gen.generate([[1, 2], [3]])

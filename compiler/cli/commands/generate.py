@@ -1,5 +1,7 @@
 """`ziggurat generate`: greedy decoding from token ids with a KV-cache decoder
-(compiler/generate.py: two compiled programs, a cache of fixed capacity)."""
+(compiler/generate.py: two compiled programs, a cache of fixed capacity). The prompt's capacity
+is its length rounded up to a power of two, so prompts of nearby lengths reuse the programs
+the compile cache holds."""
 
 from __future__ import annotations
 
@@ -21,9 +23,8 @@ def _token_ids(text: str) -> list[int]:
 
 
 def cmd_generate(args: argparse.Namespace) -> int:
-    import numpy as np
 
-    from compiler.generate import GreedyGenerator
+    from compiler.generate import GreedyGenerator, prompt_bucket
 
     prompt = _token_ids(args.prompt)
     check_threads(args.threads)
@@ -32,12 +33,12 @@ def cmd_generate(args: argparse.Namespace) -> int:
     with progress_on_terminal():
         generator = GreedyGenerator(
             model_arg(args.model),
-            prompt_len=len(prompt),
+            prompt_len=prompt_bucket(len(prompt)),  # one pair of programs per bucket
             new_tokens=args.new_tokens,
             threads=args.threads,
             cache=not args.no_cache,
         )
-    tokens = generator.generate(np.asarray([prompt], dtype=np.int64))
+    tokens = generator.generate([prompt])
     print(" ".join(str(int(t)) for t in tokens[0]))
     steps = generator.step_seconds
     per_token = f", {statistics.median(steps) * 1e3:.2f} ms per token (median)" if steps else ""
