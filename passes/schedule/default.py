@@ -327,15 +327,37 @@ def _pack_crowded_panels(s: Schedule, info: KernelInfo, cpu: CpuTarget) -> Sched
     return s
 
 
-def parallel_schedule(s: Schedule, info: KernelInfo, threads: int) -> Schedule:
+def _restreams_large_operand(info: KernelInfo, d: int, l2_bytes: int) -> bool:
+    """Whether an input that loop d does not index but the reduction does (matmul's B for the
+    row loop) is larger than the L2: every chunk of d would stream all of it again."""
+    for a in info.accesses:
+        if a.is_output or a.is_scalar or not a.invariant_to(d):
+            continue
+        if all(a.invariant_to(r) for r in info.reduction_loops):
+            continue
+        elements = math.prod(
+            info.extents[e] for e in range(info.num_loops) if not a.invariant_to(e)
+        )
+        if elements * F32_BYTES > l2_bytes:
+            return True
+    return False
+
+
+def parallel_schedule(
+    s: Schedule, info: KernelInfo, threads: int, cpu: CpuTarget | None = None
+) -> Schedule:
     """`s` with its outermost parallel loops run across `threads` threads (the default heuristic).
 
     Leading parallel loops of the order are collapsed until there are CHUNKS_PER_THREAD cache
     tiles per thread; an untiled loop gets the smallest tile (a multiple of its register tile
-    that divides the extent) that reaches that count.
+    that divides the extent) that reaches that count. A loop whose every chunk would stream an
+    input larger than the L2 again (the row loop of a matmul with a big B: a transformer's
+    projections, its LM head) is cut into `threads` chunks only, and the next loops supply the
+    rest (GPT-2 at 2 threads was slower than at 1: 8 row chunks each read all of B).
     """
     if threads <= 1 or math.prod(info.extents) < MIN_PARALLEL_ITERATIONS:
         return s
+    cpu = cpu or cpu_target()
     want = threads * CHUNKS_PER_THREAD
     tile = list(s.tile)
     count, loops = 1, 0
@@ -347,8 +369,11 @@ def parallel_schedule(s: Schedule, info: KernelInfo, threads: int) -> Schedule:
         t = tile[d] if 0 < tile[d] < ext else ext
         if ext % t:
             break  # a peeled remainder tile: collapsing stops here (see parallel_dims)
+        goal = want
+        if ext > 1 and _restreams_large_operand(info, d, cpu.l2.size):
+            goal = min(want, count * threads)
         fits = [k for k in range(reg, t + 1, reg) if t % k == 0 and ext % k == 0]
-        enough = [k for k in fits if count * (ext // k) >= want]
+        enough = [k for k in fits if count * (ext // k) >= goal]
         if enough:
             t = max(enough)
         elif fits:

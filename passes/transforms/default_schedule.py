@@ -64,4 +64,4 @@ class DefaultSchedulePass(ModulePass):
                     set_schedule(g, gpu_default_schedule(info, gpu))
                     continue
                 s = default_schedule(info, self.width or None, cpu)
-                set_schedule(g, parallel_schedule(s, info, self.threads))
+                set_schedule(g, parallel_schedule(s, info, self.threads, cpu))

@@ -198,3 +198,20 @@ def test_a_matrix_vector_default_computes_the_product() -> None:
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     got = compile_model(model).run({"x": x})["y"]
     np.testing.assert_allclose(got, x @ w, rtol=1e-5, atol=1e-4)
+
+
+def test_threads_split_the_rows_of_a_big_b_once_per_thread() -> None:
+    """Every row chunk of a matmul streams all of B: with B over the L2 the rows are cut into
+    one chunk per thread and the columns supply the other chunks; a B that fits keeps the
+    usual CHUNKS_PER_THREAD row chunks per thread."""
+    from passes.schedule.default import CHUNKS_PER_THREAD
+
+    zen4 = cpu_target("znver4")
+    _, big = kernel(matmul(128, 768, 4096))  # B: 12 MiB
+    s = parallel_schedule(default_schedule(big, cpu=zen4), big, 2, zen4)
+    check_parallel(s, big)
+    assert 128 // (s.tile[0] or 128) == 2
+    assert s.parallel == 2 and 4096 // s.tile[1] >= 2
+    _, small = kernel(matmul(128, 256, 256))  # B: 256 KiB
+    t = parallel_schedule(default_schedule(small, cpu=zen4), small, 2, zen4)
+    assert 128 // t.tile[0] >= 2 * CHUNKS_PER_THREAD
