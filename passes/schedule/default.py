@@ -272,11 +272,8 @@ def _tile_matrix_vector(
     last = info.reduction_loops[-1]
     if info.extents[last] > 2 * MATVEC_ROWS:
         tile[last] = divisor_at_most(info.extents[last], MATVEC_ROWS)
-    step, extent = unroll[v], info.extents[v]
-    t = max(step, cpu.l1.size // (4 * F32_BYTES) // step * step)
-    if extent > t:
-        d = divisor_at_most(extent, t, step)
-        tile[v] = d if extent % d == 0 and 2 * d >= t else t
+    limit = cpu.l1.size // (4 * F32_BYTES)
+    tile[v] = _vector_loop_tile(info.extents[v], limit, unroll[v], least_divisor=0.5) or tile[v]
 
 
 def _reduction_iterations(info: KernelInfo, tile: list[int]) -> int:
@@ -291,14 +288,20 @@ def _tile_vector_loop(
     """Tile a long vector loop (in register tiles, dividing the loop where possible) so that a
     cache tile of the operands streamed along it (matmul's B: reduction iterations x vector-loop
     tile) fits 1/CACHE_SHARE of L2."""
-    step, extent = unroll[v], info.extents[v]
     limit = cpu.l2.size // (CACHE_SHARE * F32_BYTES * _reduction_iterations(info, tile))
+    tile[v] = _vector_loop_tile(info.extents[v], limit, unroll[v]) or tile[v]
+
+
+def _vector_loop_tile(extent: int, limit: int, step: int, least_divisor: float = 0.0) -> int:
+    """The tile of a vector loop of `extent` elements for at most `limit` of them, in register
+    tiles of `step` (0: the loop fits untiled). A divisor of the loop where there is one of at
+    least `least_divisor` of the tile: a remainder tile would stop parallel_schedule from
+    spreading the loop's tiles over threads."""
     t = max(step, limit // step * step)
-    if extent > t:
-        # a divisor of the loop where there is one: a remainder tile would stop
-        # parallel_schedule from spreading this loop's tiles over threads
-        d = divisor_at_most(extent, t, step)
-        tile[v] = d if extent % d == 0 else t
+    if extent <= t:
+        return 0
+    d = divisor_at_most(extent, t, step)
+    return d if extent % d == 0 and d >= least_divisor * t else t
 
 
 def _pack_crowded_panels(s: Schedule, info: KernelInfo, cpu: CpuTarget) -> Schedule:
