@@ -22,7 +22,7 @@ from xdsl.dialects.builtin import DictionaryAttr, IntegerAttr, ModuleOp, StringA
 from xdsl.ir import Attribute
 from xdsl.passes import ModulePass
 
-from compiler.backends.base import LowerOptions
+from compiler.backends.base import CompileOptions
 from compiler.backends.llvm_cpu.compile import compile_module as compile_llvm
 from compiler.backends.registry import BACKENDS, backend
 from compiler.errors import CompileError
@@ -176,10 +176,11 @@ def compile_module(
     timings: dict[str, float] = {}
     ins, outs = _signature(module)
     preset = chosen.resolve_preset(preset)
-    chosen.lower(module, ctx, timings, LowerOptions(optimize, schedules, threads, layout, preset))
+    compile_options = CompileOptions(optimize, schedules, threads, layout, preset, jobs)
+    chosen.lower(module, ctx, timings, compile_options)
     notes = {k: v for k, v in module.attributes.items() if k.startswith(MODULE_NOTES_PREFIX)}
     t0 = time.perf_counter()
-    artifact = chosen.emit(module, ctx, len(ins), jobs=jobs, preset=preset)
+    artifact = chosen.emit(module, ctx, len(ins), compile_options)
     program = chosen.load(artifact, threads) if load else _Unloaded(target)
     timings["llvm+machine-code" if target == "cpu" else f"{target}-build"] = (
         time.perf_counter() - t0

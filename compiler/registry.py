@@ -9,9 +9,27 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
+from typing import TypeVar
 
 from xdsl.ir import Dialect
 from xdsl.passes import ModulePass
+
+F = TypeVar("F")
+
+
+def registrar(table: dict[str, F]) -> Callable[..., Callable[[F], F]]:
+    """A decorator factory filling `table`: `@register("a", "b")` records the function it
+    decorates under each name (the ONNX converters, the GPU C printer's op handlers)."""
+
+    def register(*names: str) -> Callable[[F], F]:
+        def record(fn: F) -> F:
+            for name in names:
+                table[name] = fn
+            return fn
+
+        return record
+
+    return register
 
 
 def _lazy(spec: str) -> Callable[[], object]:

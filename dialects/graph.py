@@ -922,7 +922,7 @@ class ConvOp(ConvBase):
     @classmethod
     def infer_shape(cls, shapes: list[Any], p: dict[str, Any]) -> Shape:
         x, w, bias = shapes
-        return S.conv(x, w, bias, p["strides"], p["pads"], p["dilations"], p["group"])
+        return S.conv(x, w, bias, S.ConvWindow.of(p))
 
 
 @irdl_op_definition
@@ -946,7 +946,7 @@ class ConvNchwcOp(ConvBase):
     @classmethod
     def infer_shape(cls, shapes: list[Any], p: dict[str, Any]) -> Shape:
         x, w, bias = shapes
-        return S.conv_nchwc(x, w, bias, p["strides"], p["pads"], p["dilations"], p["group"])
+        return S.conv_nchwc(x, w, bias, S.ConvWindow.of(p))
 
 
 @irdl_op_definition

@@ -7,8 +7,9 @@ verifiers (to check them) and the ONNX frontend (to normalize attributes). They 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from math import prod
+from typing import Any, NamedTuple
 
 from dialects.winograd import TILES, alpha, tile_grid
 
@@ -130,17 +131,25 @@ def _spatial_rank(x: Shape, what: str) -> int:
     return len(x) - 2
 
 
-def conv(
-    x: Shape,
-    w: Shape,
-    bias: Shape | None,
-    strides: Sequence[int],
-    pads: Sequence[int],
-    dilations: Sequence[int],
-    group: int,
-) -> Shape:
+class ConvWindow(NamedTuple):
+    """A convolution's window and groups, the properties both conv and conv_nchwc read (an
+    empty strides/pads/dilations means the default)."""
+
+    strides: Sequence[int]
+    pads: Sequence[int]
+    dilations: Sequence[int]
+    group: int
+
+    @classmethod
+    def of(cls, p: Mapping[str, Any]) -> ConvWindow:
+        """The window of a conv op's property values."""
+        return cls(p["strides"], p["pads"], p["dilations"], p["group"])
+
+
+def conv(x: Shape, w: Shape, bias: Shape | None, conv_window: ConvWindow) -> Shape:
     """N-D convolution: (N, C, D1..Dr) input, (M, C/group, k1..kr) weights, pads (begins..., ends...),
     an empty strides/pads/dilations meaning the default."""
+    strides, pads, dilations, group = conv_window
     r = _spatial_rank(x, "conv")
     if len(w) != len(x):
         raise ShapeError(
@@ -192,19 +201,12 @@ def layout_transform(x: Shape, src: str, dst: str) -> Shape:
     return (n, channels // bd, h, w, bd) if bd else (n, channels, h, w)
 
 
-def conv_nchwc(
-    x: Shape,
-    w: Shape,
-    bias: Shape | None,
-    strides: Sequence[int],
-    pads: Sequence[int],
-    dilations: Sequence[int],
-    group: int,
-) -> Shape:
+def conv_nchwc(x: Shape, w: Shape, bias: Shape | None, conv_window: ConvWindow) -> Shape:
     """2-D convolution in the blocked layout: (N, C/bi, H, W, bi) input, (M/bo, C/group/wi, KH,
     KW, wi, bo) weights (wi = bi, or 1 for a depthwise conv), (M) bias, result (N, M/bo, OH, OW,
     bo). Depthwise (group = C = M, wi = 1, bi = bo) or any group whose channels are whole
     blocks."""
+    strides, pads, dilations, group = conv_window
     if len(x) != 5 or len(w) != 6:
         raise ShapeError(
             f"conv_nchwc takes a rank-5 input and rank-6 weights, got {list(x)} and {list(w)}"

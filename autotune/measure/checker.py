@@ -81,20 +81,14 @@ class ReferenceChecker:
         return BuildInput(task, reference_passes(threads))
 
     def make_reference(
-        self,
-        task: Task,
-        target: str,
-        build: BuildResult,
-        runner: Runner,
-        timeout_s: float,
-        threads: int = 1,
+        self, task: Task, target: str, build: BuildResult, runner: Runner, settings: RunSettings
     ) -> Reference:
-        ref = self._make(task, build, runner, timeout_s, threads)
-        self._references[(task.workload_key, target, threads)] = ref
+        ref = self._make(task, build, runner, settings)
+        self._references[(task.workload_key, target, settings.threads)] = ref
         return ref
 
     def _make(
-        self, task: Task, build: BuildResult, runner: Runner, timeout_s: float, threads: int
+        self, task: Task, build: BuildResult, runner: Runner, settings: RunSettings
     ) -> Reference:
         try:
             signature = kernel_signature(task.kernel_ir)
@@ -104,9 +98,9 @@ class ReferenceChecker:
             return Reference([], None, why)
         if not build.ok:
             return Reference(signature, None, f"compile_error: {build.error}")
-        timeout_s = max(timeout_s, REFERENCE_TIMEOUT_S)
-        settings = RunSettings(repeat=1, number=1, timeout_s=timeout_s, threads=threads)
-        (run,) = runner.run(RunInputs(task.workload_key, signature), [build], settings)
+        timeout_s = max(settings.timeout_s, REFERENCE_TIMEOUT_S)
+        once = RunSettings(repeat=1, number=1, timeout_s=timeout_s, threads=settings.threads)
+        (run,) = runner.run(RunInputs(task.workload_key, signature), [build], once)
         if not run.ok or run.outputs is None:
             return Reference(signature, None, f"{run.error_kind}: {run.error}")
         return Reference(signature, run.outputs, "", unspecified, build.artifact)

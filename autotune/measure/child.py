@@ -16,10 +16,19 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
+
+from autotune.measure.interfaces import (
+    BuildResult,
+    Check,
+    RunInputs,
+    RunResult,
+    RunSettings,
+    run_each,
+)
 
 START_TIMEOUT_S = 60.0  # runner start-up (imports)
 
@@ -133,3 +142,54 @@ class ChildProcess:
             why = exit_reason(self._proc, time.perf_counter() - t0)
             self.stop()
             return "runtime_error", why
+
+
+class ChildRunner:
+    """A Runner (interfaces.Runner) measuring in one persistent ChildProcess running `code`:
+    what the CPU's LocalRunner and a device's GpuRunner share. `run` runs each build with
+    `_run_one` (run_each: the child restarts after an output its check rejects); when a run has
+    a baseline, `_pair` may then re-time the correct runs beside it."""
+
+    def __init__(self, code: str) -> None:
+        self.child = ChildProcess(code)
+
+    @property
+    def pid(self) -> int | None:
+        return self.child.pid
+
+    def stop(self) -> None:
+        self.child.stop()
+
+    def run(
+        self,
+        inputs: RunInputs,
+        builds: Sequence[BuildResult],
+        settings: RunSettings,
+        check: Check | None = None,
+    ) -> list[RunResult]:
+        """See interfaces.Runner."""
+
+        def run_one(artifact: bytes) -> tuple[str, Any]:
+            return self._run_one(inputs, artifact, settings)
+
+        results = run_each(type(self).__name__, builds, run_one, check, self.stop)
+        correct = [
+            (b.artifact, r)
+            for b, r in zip(builds, results, strict=True)
+            if r.ok and b.artifact is not None  # run_each: every build has one
+        ]
+        if inputs.baseline is not None and correct:
+            self._pair(inputs, correct, settings)
+        return results
+
+    def _run_one(
+        self, inputs: RunInputs, artifact: bytes, settings: RunSettings
+    ) -> tuple[str, Any]:
+        """("ok", (costs, outputs, run_s)) | ("runtime_error" | "timeout", message)."""
+        raise NotImplementedError
+
+    def _pair(
+        self, inputs: RunInputs, correct: list[tuple[bytes, RunResult]], settings: RunSettings
+    ) -> None:
+        """Re-time the correct runs (each with its build's artifact) paired with
+        `inputs.baseline` (by default not: their costs stay unpaired)."""

@@ -47,9 +47,7 @@ def measure_with(
     built = builder.build(inputs)
 
     if reference is None:
-        reference = checker.make_reference(
-            task, target, built.pop(), runner, settings.timeout_s, threads
-        )
+        reference = checker.make_reference(task, target, built.pop(), runner, settings)
         if reference.outputs is None:  # once per task; its records carry the reason
             warnings.warn(
                 f"measure: no reference output for {task.name} ({reference.error}): "

@@ -8,6 +8,7 @@ share the GPU code generator's bugs with the candidates it judges.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -36,22 +37,16 @@ DEFAULT_PRESETS = {"opencl": "opencl-cpu", "cuda": "cuda"}
 host for OpenCL: `opencl-gpu` is the one for an OpenCL GPU)."""
 
 
+@dataclass(eq=False)
 class CpuReferenceChecker:
     """A Checker for a GPU target whose references are `checker`'s on the CPU: made (once per
     task and process, shared with CPU tuning) by the CPU builder and `cpu_runner`, whatever
     target or runner it is asked for."""
 
-    def __init__(
-        self,
-        checker: ReferenceChecker = DEFAULT_CHECKER,
-        cpu_runner: Runner | None = None,
-        workers: int = 2,
-        timeout_s: float = 10.0,
-    ) -> None:
-        self.checker = checker
-        self.cpu_runner = cpu_runner
-        self.workers = workers
-        self.timeout_s = timeout_s
+    checker: ReferenceChecker = DEFAULT_CHECKER
+    cpu_runner: Runner | None = None
+    workers: int = 2
+    timeout_s: float = 10.0
 
     def prepare(self, task: Task) -> Reference:
         """The task's CPU reference, made now unless it was before (a failure warns, as a CPU
@@ -78,13 +73,7 @@ class CpuReferenceChecker:
         return self.checker.reference_input(task)
 
     def make_reference(
-        self,
-        task: Task,
-        target: str,
-        build: BuildResult,
-        runner: Runner,
-        timeout_s: float,
-        threads: int = 1,
+        self, task: Task, target: str, build: BuildResult, runner: Runner, settings: RunSettings
     ) -> Reference:
         """The CPU's (`build` and `runner`, the device's, are not used: see the class)."""
         return self.prepare(task)
@@ -100,9 +89,7 @@ def measure_gpu(
     candidates: list[list[str]],
     api: str,
     preset: str,
-    repeat: int = 5,
-    number: int = 0,
-    timeout_s: float = 10.0,
+    settings: RunSettings,
     workers: int = 2,
     rtol: float = 1e-4,
     atol: float = 1e-5,
@@ -113,10 +100,13 @@ def measure_gpu(
     each on `api`'s device in the runner process (this process's GpuRunner for `api` unless
     `runner` is given) and check it against the task's CPU reference (CpuReferenceChecker).
 
-    As autotune.measure.measure: `number` = calls per timed sample (0: samples of at least
-    gpu_runner.MIN_SAMPLE_S), costs in seconds per call, `timeout_s` bounds each build and
-    each run, `kernel_irs[i]` replaces the task's kernel IR for candidate i (not the
-    reference's). Timings are warm (gpu_runner.L2_POLICY)."""
+    As autotune.measure.measure: `settings.number` = calls per timed sample (0: samples of at
+    least gpu_runner.MIN_SAMPLE_S), costs in seconds per call, `settings.timeout_s` bounds each
+    build and each run, `kernel_irs[i]` replaces the task's kernel IR for candidate i (not the
+    reference's). Timings are warm (gpu_runner.L2_POLICY); a device's kernels have no thread
+    count, nor a CPU baseline to be paired with (`settings.threads` and `paired` do not apply)."""
+    settings = replace(settings, threads=1, paired=False)
+    timeout_s = settings.timeout_s
     builder = GpuBuilder(preset, workers, timeout_s)
     if builder.api != api:
         raise ValueError(f"measure_gpu: preset {preset!r} is for {builder.api}, not {api}")
@@ -129,7 +119,7 @@ def measure_gpu(
         task,
         candidates,
         api,
-        RunSettings(repeat, number, timeout_s),
+        settings,
         rtol,
         atol,
         kernel_irs,

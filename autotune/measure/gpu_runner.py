@@ -26,22 +26,17 @@ import atexit
 import math
 import os
 import time
-from collections.abc import Sequence
 from multiprocessing.connection import Connection
 from typing import Any
 
 import numpy as np
 
-from autotune.measure.child import ChildProcess, die_with_parent, questions
+from autotune.measure.child import ChildRunner, die_with_parent, questions
 from autotune.measure.interfaces import (
-    BuildResult,
-    Check,
     RunInputs,
-    RunResult,
     RunSettings,
     Signature,
     random_inputs,
-    run_each,
 )
 
 APIS = ("opencl", "cuda")
@@ -211,9 +206,10 @@ def _child_entry(fd: int, api: str) -> None:
 # ----------------------------------------------------------------------------- the parent
 
 
-class GpuRunner:
+class GpuRunner(ChildRunner):
     """A persistent runner process for `api` (opencl or cuda) on this machine; `run` restarts
-    it after a crash, a timeout, an error or an output its check rejects."""
+    it after a crash, a timeout, an error or an output its check rejects (`settings.threads`
+    and a baseline do not apply)."""
 
     l2_policy = L2_POLICY
 
@@ -221,17 +217,10 @@ class GpuRunner:
         if api not in APIS:
             raise ValueError(f"GpuRunner: unknown api {api!r} (known: {', '.join(APIS)})")
         self.api = api
-        self.child = ChildProcess(
+        super().__init__(
             "import sys; from autotune.measure.gpu_runner import _child_entry; "
             f"_child_entry(int(sys.argv[1]), {api!r})"
         )
-
-    @property
-    def pid(self) -> int | None:
-        return self.child.pid
-
-    def stop(self) -> None:
-        self.child.stop()
 
     def device_info(self) -> dict[str, Any]:
         """The device's name, vendor, driver and API version, limits (asked of the child);
@@ -241,28 +230,19 @@ class GpuRunner:
             raise RuntimeError(f"{self.api}: {payload}")
         return dict(payload)
 
-    def run(
-        self,
-        inputs: RunInputs,
-        builds: Sequence[BuildResult],
-        settings: RunSettings,
-        check: Check | None = None,
-    ) -> list[RunResult]:
-        """See interfaces.Runner (`settings.threads` does not apply)."""
-
-        def run_one(artifact: bytes) -> tuple[str, Any]:
-            question = (
-                "run",
-                inputs.key,
-                inputs.signature,
-                artifact,
-                settings.repeat,
-                settings.number,
-                settings.timeout_s / 2,
-            )
-            return self._ask(question, settings.timeout_s)
-
-        return run_each("GpuRunner", builds, run_one, check, self.stop)
+    def _run_one(
+        self, inputs: RunInputs, artifact: bytes, settings: RunSettings
+    ) -> tuple[str, Any]:
+        question = (
+            "run",
+            inputs.key,
+            inputs.signature,
+            artifact,
+            settings.repeat,
+            settings.number,
+            settings.timeout_s / 2,
+        )
+        return self._ask(question, settings.timeout_s)
 
     def _ask(self, msg: tuple[Any, ...], timeout_s: float) -> tuple[str, Any]:
         """("ok", the child's answer) or ("runtime_error" | "timeout", why); after anything

@@ -260,16 +260,10 @@ class Checker(Protocol):
         ...
 
     def make_reference(
-        self,
-        task: Task,
-        target: str,
-        build: BuildResult,
-        runner: Runner,
-        timeout_s: float,
-        threads: int = 1,
+        self, task: Task, target: str, build: BuildResult, runner: Runner, settings: RunSettings
     ) -> Reference:
-        """Run the reference build (on `threads` threads) and keep its outputs for `task` on
-        `target`. A failure (the kernel's arguments, the build, a crash, a timeout) is a
+        """Run the reference build (on `settings.threads` threads, within `settings.timeout_s` or
+        checker.REFERENCE_TIMEOUT_S) and keep its outputs for `task` on `target`. A failure (the kernel's arguments, the build, a crash, a timeout) is a
         Reference without outputs."""
         ...
 

@@ -45,21 +45,11 @@ def measure(
     `target` "opencl" or "cuda": gpu_measure.measure_gpu, for the GPU schedule `preset`
     (default: opencl-cpu, cuda), checked against the CPU's reference.
     """
+    settings = RunSettings(repeat, number, timeout_s, threads, paired)
     if target in ("opencl", "cuda"):
         preset = preset or DEFAULT_PRESETS[target]
         return measure_gpu(
-            task,
-            candidates,
-            target,
-            preset,
-            repeat=repeat,
-            number=number,
-            timeout_s=timeout_s,
-            workers=workers,
-            rtol=rtol,
-            atol=atol,
-            kernel_irs=kernel_irs,
-            runner=runner,
+            task, candidates, target, preset, settings, workers, rtol, atol, kernel_irs, runner
         )
     if target != "cpu":
         raise ValueError(f"measure: unknown target {target!r} (cpu, opencl, cuda)")
@@ -70,7 +60,7 @@ def measure(
         task,
         candidates,
         target,
-        RunSettings(repeat, number, timeout_s, threads, paired),
+        settings,
         rtol,
         atol,
         kernel_irs,

@@ -21,21 +21,17 @@ from __future__ import annotations
 import atexit
 import functools
 import time
-from collections.abc import Sequence
 from multiprocessing.connection import Connection
 from typing import Any
 
 import numpy as np
 
-from autotune.measure.child import ChildProcess, die_with_parent, questions
+from autotune.measure.child import ChildRunner, die_with_parent, questions
 from autotune.measure.interfaces import (
-    BuildResult,
-    Check,
     RunInputs,
     RunResult,
     RunSettings,
     random_inputs,
-    run_each,
 )
 from compiler.backends.llvm_cpu import jit
 from compiler.runtime import aligned_copy, time_calls
@@ -143,58 +139,27 @@ def _runner_main(conn: Connection) -> None:
 # ----------------------------------------------------------------------------- the parent
 
 
-class LocalRunner:
+class LocalRunner(ChildRunner):
     """A persistent runner process on this machine; `run` restarts it after a crash, a timeout
-    or an output its check rejects."""
+    or an output its check rejects. Object code that calls the thread-pool runtime runs its
+    parallel loops on `settings.threads` threads. With a baseline, the builds that ran correctly
+    are then timed again in rotation with it (`_pair`), and those timings are their costs."""
 
     def __init__(self) -> None:
-        self.child = ChildProcess(
+        super().__init__(
             "import sys; from autotune.measure.runner import _runner_entry; "
             "_runner_entry(int(sys.argv[1]))"
         )
 
-    @property
-    def pid(self) -> int | None:
-        return self.child.pid
-
-    def stop(self) -> None:
-        self.child.stop()
-
-    def run(
-        self,
-        inputs: RunInputs,
-        builds: Sequence[BuildResult],
-        settings: RunSettings,
-        check: Check | None = None,
-    ) -> list[RunResult]:
-        """See interfaces.Runner. Object code that calls the thread-pool runtime runs its parallel
-        loops on `settings.threads` threads. With a baseline, the builds that ran correctly are
-        then timed again in rotation with it (`_rotate`), and those timings are their costs."""
-
-        def run_one(obj: bytes) -> tuple[str, Any]:
-            return self._run_one(inputs, obj, settings)
-
-        results = run_each("LocalRunner", builds, run_one, check, self.stop)
-        if inputs.baseline is not None:
-            self._rotate(inputs, builds, results, settings)
-        return results
-
-    def _rotate(
-        self,
-        inputs: RunInputs,
-        builds: Sequence[BuildResult],
-        results: list[RunResult],
-        settings: RunSettings,
+    def _pair(
+        self, inputs: RunInputs, correct: list[tuple[bytes, RunResult]], settings: RunSettings
     ) -> None:
         """Replace the costs of the correct runs with timings taken in turns with each other and
         the baseline: a burst of stolen cycles (tens of ms on this project's VM) then slows one
         round of every one of them, not all of one candidate's repeats, and each has the same
         baseline timings. If the rotation fails (a crash, a timeout), the costs stay those of
         each build's own run, unpaired."""
-        ok = [i for i, r in enumerate(results) if r.ok]
-        if not ok:
-            return
-        objs = [builds[i].artifact for i in ok]
+        objs = [artifact for artifact, _ in correct]
         question = (
             "rotate",
             inputs.key,
@@ -209,11 +174,10 @@ class LocalRunner:
         kind, msg = self.child.ask(question, settings.timeout_s * len(objs))
         if kind != "reply" or msg[0] != "ok":
             return
-        for i, costs in zip(ok, msg[1], strict=True):
-            results[i].costs, results[i].baseline_costs = costs, list(msg[2])
+        for (_, result), costs in zip(correct, msg[1], strict=True):
+            result.costs, result.baseline_costs = costs, list(msg[2])
 
     def _run_one(self, inputs: RunInputs, obj: bytes, settings: RunSettings) -> tuple[str, Any]:
-        """("ok", (costs, outputs, run_s)) | ("runtime_error" | "timeout", message)."""
         timeout_s = settings.timeout_s
         question = (
             "run",

@@ -3,7 +3,7 @@ does, named once (compiler/backends/registry.py BACKENDS holds one of each).
 
     backend.check_available()                      # CompileError: why it cannot run here
     backend.lower(module, ctx, timings, options)   # to its last IR level (in place)
-    artifact = backend.emit(module, ctx, n_inputs) # what a package holds and loads
+    artifact = backend.emit(module, ctx, n_inputs, options)  # what a package holds and loads
     program = backend.load(artifact, threads)      # a Program: function("main")(*arrays)
     section, parts = backend.pack(path, artifact)  # the package's backend section and members
     program = backend.unpack(path, manifest, parts, threads)
@@ -41,8 +41,9 @@ class Program(Protocol):
 
 
 @dataclass(frozen=True)
-class LowerOptions:
-    """How `Backend.lower` lowers a module (see compiler/model.py compile_module)."""
+class CompileOptions:
+    """How `Backend.lower` lowers a module and `Backend.emit` compiles it (see
+    compiler/model.py compile_module)."""
 
     optimize: bool
     """Whether the graph-level passes (folding, fusion) run."""
@@ -54,6 +55,9 @@ class LowerOptions:
     """The CPU's convolution layout (compiler/pipelines.py LAYOUTS)."""
     preset: str | None
     """The preset the kernels are scheduled for, resolved (`Backend.resolve_preset`)."""
+    jobs: int | None = None
+    """The worker processes `emit` compiles the kernels in, where the backend uses any (None:
+    one per core)."""
 
 
 A = TypeVar("A")
@@ -91,23 +95,14 @@ class Backend(ABC, Generic[A]):
 
     @abstractmethod
     def lower(
-        self, module: ModuleOp, ctx: Context, timings: dict[str, float], options: LowerOptions
+        self, module: ModuleOp, ctx: Context, timings: dict[str, float], options: CompileOptions
     ) -> ModuleOp:
         """`module` (graph level) lowered in place to the backend's last IR level."""
 
     @abstractmethod
-    def emit(
-        self,
-        module: ModuleOp,
-        ctx: Context,
-        num_inputs: int,
-        *,
-        jobs: int | None = None,
-        preset: str | None = None,
-    ) -> A:
+    def emit(self, module: ModuleOp, ctx: Context, num_inputs: int, options: CompileOptions) -> A:
         """The artifact of a module at the backend's last level (`num_inputs`: how many of
-        @main's arguments are inputs; `jobs`: worker processes, where the backend uses any;
-        `preset`: the one `lower` scheduled for, resolved)."""
+        @main's arguments are inputs; `options`: those `lower` was given)."""
 
     @abstractmethod
     def load(self, artifact: A, threads: int) -> Program:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from compiler.backends.base import Backend, LowerOptions, Program
+from compiler.backends.base import Backend, CompileOptions, Program
 from compiler.backends.llvm_cpu import jit
 from compiler.package import llvm_cpu
 from compiler.package.errors import PackageError
@@ -27,7 +27,7 @@ class CpuBackend(Backend[jit.LLVMCPUProgram]):
     threaded = True
 
     def lower(
-        self, module: ModuleOp, ctx: Context, timings: dict[str, float], options: LowerOptions
+        self, module: ModuleOp, ctx: Context, timings: dict[str, float], options: CompileOptions
     ) -> ModuleOp:
         from compiler.lowering import lower
 
@@ -44,17 +44,11 @@ class CpuBackend(Backend[jit.LLVMCPUProgram]):
         )
 
     def emit(
-        self,
-        module: ModuleOp,
-        ctx: Context,
-        num_inputs: int,
-        *,
-        jobs: int | None = None,
-        preset: str | None = None,
+        self, module: ModuleOp, ctx: Context, num_inputs: int, options: CompileOptions
     ) -> jit.LLVMCPUProgram:
         from compiler.parallel_compile import compile_split, default_workers
 
-        program, _ = compile_split(module, ctx, jobs or default_workers())
+        program, _ = compile_split(module, ctx, options.jobs or default_workers())
         return program
 
     def load(self, artifact: jit.LLVMCPUProgram, threads: int) -> Program:

@@ -32,6 +32,7 @@ from passes.conversions.llvm_common import convert_type, operands, replace, rewr
 # as constructor signatures (not `type[Operation]`) lets the calls below be checked.
 _BinaryCtor = Callable[[SSAValue, SSAValue], Operation]
 _FloatBinaryCtor = Callable[[SSAValue, SSAValue, llvm.FastMathAttr], Operation]
+_CastCtor = Callable[[SSAValue, Attribute], Operation]
 
 _BINARY: dict[type[Operation], _BinaryCtor] = {
     arith.AddiOp: llvm.AddOp,
@@ -74,6 +75,20 @@ _INT_MINMAX: dict[type[Operation], str] = {
     arith.MinUIOp: "llvm.umin",
     arith.MaxUIOp: "llvm.umax",
 }
+
+_CASTS: dict[type[Operation], _CastCtor] = {
+    arith.ExtSIOp: llvm.SExtOp,
+    arith.ExtUIOp: llvm.ZExtOp,
+    arith.TruncIOp: llvm.TruncOp,
+    arith.SIToFPOp: llvm.SIToFPOp,
+    arith.UIToFPOp: llvm_extras.UIToFPOp,
+    arith.FPToSIOp: llvm_extras.FPToSIOp,
+    arith.FPToUIOp: llvm_extras.FPToUIOp,
+    arith.ExtFOp: llvm.FPExtOp,
+    arith.TruncFOp: llvm.FPTruncOp,
+    arith.BitcastOp: llvm.BitcastOp,
+}
+"""The casts: one llvm op of the operand and the converted result type each."""
 
 
 def _fastmath(op: Operation) -> llvm.FastMathAttr:
@@ -145,26 +160,8 @@ class ArithToLLVM(RewritePattern):
             return [llvm.SelectOp(*args)]
         if isinstance(op, arith.IndexCastOp):
             return _int_resize(args[0], res_type, signed=isinstance(op, arith.IndexCastOp))
-        if isinstance(op, arith.ExtSIOp):
-            return [llvm.SExtOp(args[0], res_type)]
-        if isinstance(op, arith.ExtUIOp):
-            return [llvm.ZExtOp(args[0], res_type)]
-        if isinstance(op, arith.TruncIOp):
-            return [llvm.TruncOp(args[0], res_type)]
-        if isinstance(op, arith.SIToFPOp):
-            return [llvm.SIToFPOp(args[0], res_type)]
-        if isinstance(op, arith.UIToFPOp):
-            return [llvm_extras.UIToFPOp(args[0], res_type)]
-        if isinstance(op, arith.FPToSIOp):
-            return [llvm_extras.FPToSIOp(args[0], res_type)]
-        if isinstance(op, arith.FPToUIOp):
-            return [llvm_extras.FPToUIOp(args[0], res_type)]
-        if isinstance(op, arith.ExtFOp):
-            return [llvm.FPExtOp(args[0], res_type)]
-        if isinstance(op, arith.TruncFOp):
-            return [llvm.FPTruncOp(args[0], res_type)]
-        if isinstance(op, arith.BitcastOp):
-            return [llvm.BitcastOp(args[0], res_type)]
+        if t in _CASTS:
+            return [_CASTS[t](args[0], res_type)]
         return None
 
 

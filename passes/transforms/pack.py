@@ -13,28 +13,23 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp
-from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import DiagnosticException
 
-from passes.schedule.attached import edit_schedules
+from dialects.sched import Schedule
+from passes.analysis.kernel_access import KernelInfo
 from passes.schedule.knobs import set_pack
 from passes.schedule.options import option_error
+from passes.transforms.knob_pass import KnobPass
 
 
 @dataclass(frozen=True)
-class PackPass(ModulePass):
+class PackPass(KnobPass):
     name = "pack"
 
     operands: tuple[int, ...] = ()
     """Indices of the input operands to pack (empty: none)."""
-    kernel: str = ""
-    """Only the linalg.generic ops of `func.func @kernel` (empty: every function)."""
-    op: int = -1
-    """Only the op-th linalg.generic of each targeted function (-1: all of them)."""
 
-    def apply(self, ctx: Context, op: ModuleOp) -> None:
+    def check_options(self) -> None:
         for i in self.operands:
             if i < 0:
                 raise option_error(
@@ -45,6 +40,6 @@ class PackPass(ModulePass):
                 f"{self.name}: option 'operands': {','.join(map(str, self.operands))} "
                 "names an operand twice"
             )
-        edit_schedules(
-            op, self.kernel, self.name, lambda s, info: set_pack(s, info, self.operands), self.op
-        )
+
+    def set_knob(self, schedule: Schedule, info: KernelInfo) -> Schedule:
+        return set_pack(schedule, info, self.operands)

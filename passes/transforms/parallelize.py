@@ -10,31 +10,25 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp
-from xdsl.passes import ModulePass
-
-from passes.schedule.attached import edit_schedules
+from dialects.sched import Schedule
+from passes.analysis.kernel_access import KernelInfo
 from passes.schedule.knobs import set_parallel
 from passes.schedule.options import option_error
+from passes.transforms.knob_pass import KnobPass
 
 
 @dataclass(frozen=True)
-class ParallelizePass(ModulePass):
+class ParallelizePass(KnobPass):
     name = "parallelize"
 
     loops: int = 1
     """How many outermost loops of the order run across threads (0: sequential)."""
-    kernel: str = ""
-    """Only the linalg.generic ops of `func.func @kernel` (empty: every function)."""
-    op: int = -1
-    """Only the op-th linalg.generic of each targeted function (-1: all of them)."""
 
-    def apply(self, ctx: Context, op: ModuleOp) -> None:
+    def check_options(self) -> None:
         if self.loops < 0:
             raise option_error(
                 self.name, "loops", self.loops, "0 (sequential) up to the kernel's number of loops"
             )
-        edit_schedules(
-            op, self.kernel, self.name, lambda s, info: set_parallel(s, info, self.loops), self.op
-        )
+
+    def set_knob(self, schedule: Schedule, info: KernelInfo) -> Schedule:
+        return set_parallel(schedule, info, self.loops)

@@ -11,29 +11,23 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp
-from xdsl.passes import ModulePass
-
-from passes.schedule.attached import edit_schedules
+from dialects.sched import Schedule
+from passes.analysis.kernel_access import KernelInfo
 from passes.schedule.knobs import set_split
 from passes.schedule.options import MAX_OPTION, option_error
+from passes.transforms.knob_pass import KnobPass
 
 
 @dataclass(frozen=True)
-class SplitReductionPass(ModulePass):
+class SplitReductionPass(KnobPass):
     name = "split-reduction"
 
     threads: int = 1
     """Threads per output's reduction (1: not split)."""
-    kernel: str = ""
-    """Only the linalg.generic ops of `func.func @kernel` (empty: every function)."""
-    op: int = -1
-    """Only the op-th linalg.generic of each targeted function (-1: all of them)."""
 
-    def apply(self, ctx: Context, op: ModuleOp) -> None:
+    def check_options(self) -> None:
         if not 1 <= self.threads <= MAX_OPTION:
             raise option_error(self.name, "threads", self.threads, "a thread count (1, 2, ...)")
-        edit_schedules(
-            op, self.kernel, self.name, lambda s, info: set_split(s, info, self.threads), self.op
-        )
+
+    def set_knob(self, schedule: Schedule, info: KernelInfo) -> Schedule:
+        return set_split(schedule, info, self.threads)

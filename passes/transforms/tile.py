@@ -7,27 +7,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp
-from xdsl.passes import ModulePass
-
-from passes.schedule.attached import edit_schedules
+from dialects.sched import Schedule
+from passes.analysis.kernel_access import KernelInfo
 from passes.schedule.knobs import set_tile
 from passes.schedule.options import check_per_loop_option
+from passes.transforms.knob_pass import KnobPass
 
 
 @dataclass(frozen=True)
-class TilePass(ModulePass):
+class TilePass(KnobPass):
     name = "tile"
 
     sizes: tuple[int, ...] = ()
     """Cache tile size per loop of the kernel (0: untiled)."""
-    kernel: str = ""
-    """Only the linalg.generic ops of `func.func @kernel` (empty: every function)."""
-    op: int = -1
-    """Only the op-th linalg.generic of each targeted function (-1: all of them)."""
 
-    def apply(self, ctx: Context, op: ModuleOp) -> None:
+    def check_options(self) -> None:
         check_per_loop_option(
             self.name,
             "sizes",
@@ -35,6 +29,6 @@ class TilePass(ModulePass):
             0,
             " (0: untiled; a size past the loop's extent is cut to it)",
         )
-        edit_schedules(
-            op, self.kernel, self.name, lambda s, info: set_tile(s, info, self.sizes), self.op
-        )
+
+    def set_knob(self, schedule: Schedule, info: KernelInfo) -> Schedule:
+        return set_tile(schedule, info, self.sizes)

@@ -9,30 +9,24 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp
-from xdsl.passes import ModulePass
-
-from passes.schedule.attached import edit_schedules
+from dialects.sched import Schedule
+from passes.analysis.kernel_access import KernelInfo
 from passes.schedule.knobs import set_unroll
 from passes.schedule.options import check_per_loop_option
+from passes.transforms.knob_pass import KnobPass
 
 
 @dataclass(frozen=True)
-class UnrollJamPass(ModulePass):
+class UnrollJamPass(KnobPass):
     name = "unroll-jam"
 
     factors: tuple[int, ...] = ()
     """Register tile (unroll factor) per loop of the kernel."""
-    kernel: str = ""
-    """Only the linalg.generic ops of `func.func @kernel` (empty: every function)."""
-    op: int = -1
-    """Only the op-th linalg.generic of each targeted function (-1: all of them)."""
 
-    def apply(self, ctx: Context, op: ModuleOp) -> None:
+    def check_options(self) -> None:
         check_per_loop_option(
             self.name, "factors", self.factors, 1, " (a factor past the loop's extent is cut to it)"
         )
-        edit_schedules(
-            op, self.kernel, self.name, lambda s, info: set_unroll(s, info, self.factors), self.op
-        )
+
+    def set_knob(self, schedule: Schedule, info: KernelInfo) -> Schedule:
+        return set_unroll(schedule, info, self.factors)

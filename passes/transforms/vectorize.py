@@ -8,38 +8,28 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp
-from xdsl.passes import ModulePass
-
-from passes.schedule.attached import edit_schedules
+from dialects.sched import Schedule
+from passes.analysis.kernel_access import KernelInfo
 from passes.schedule.knobs import set_vector
 from passes.schedule.options import check_width_option, option_error
+from passes.transforms.knob_pass import KnobPass
 
 
 @dataclass(frozen=True)
-class VectorizePass(ModulePass):
+class VectorizePass(KnobPass):
     name = "vectorize"
 
     dim: int = -1
     """The loop whose iterations become vector lanes (-1: scalar code)."""
     width: int | None = None
     """f32 lanes; omitted: the host CPU's widest."""
-    kernel: str = ""
-    """Only the linalg.generic ops of `func.func @kernel` (empty: every function)."""
-    op: int = -1
-    """Only the op-th linalg.generic of each targeted function (-1: all of them)."""
 
-    def apply(self, ctx: Context, op: ModuleOp) -> None:
+    def check_options(self) -> None:
         if self.dim < -1:
             raise option_error(
                 self.name, "dim", self.dim, "-1 (scalar code) or a loop of the kernel (0, 1, ...)"
             )
         check_width_option(self.name, self.width)
-        edit_schedules(
-            op,
-            self.kernel,
-            self.name,
-            lambda s, info: set_vector(s, info, self.dim, self.width or 0),
-            self.op,
-        )
+
+    def set_knob(self, schedule: Schedule, info: KernelInfo) -> Schedule:
+        return set_vector(schedule, info, self.dim, self.width or 0)

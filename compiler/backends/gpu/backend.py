@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from compiler.backends.base import Backend, LowerOptions, Program
+from compiler.backends.base import Backend, CompileOptions, Program
 from compiler.backends.gpu.availability import unavailable_reason
 from compiler.backends.gpu.plan import GpuArtifact
 from compiler.package import gpu as gpu_package
@@ -31,7 +31,7 @@ class GpuBackend(Backend[GpuArtifact]):
         return unavailable_reason(self.name)
 
     def lower(
-        self, module: ModuleOp, ctx: Context, timings: dict[str, float], options: LowerOptions
+        self, module: ModuleOp, ctx: Context, timings: dict[str, float], options: CompileOptions
     ) -> ModuleOp:
         from compiler.lowering import lower_to_gpu
 
@@ -42,18 +42,12 @@ class GpuBackend(Backend[GpuArtifact]):
         )
 
     def emit(
-        self,
-        module: ModuleOp,
-        ctx: Context,
-        num_inputs: int,
-        *,
-        jobs: int | None = None,
-        preset: str | None = None,
+        self, module: ModuleOp, ctx: Context, num_inputs: int, options: CompileOptions
     ) -> GpuArtifact:
         from compiler.backends.gpu.compile import kernel_source
         from compiler.backends.gpu.host_plan import build_plan
 
-        preset = self.resolve_preset(preset)
+        preset = self.resolve_preset(options.preset)
         assert preset is not None
         plan = build_plan(module, num_inputs)
         return self.finish(GpuArtifact(self.name, preset, kernel_source(module, self.name), plan))

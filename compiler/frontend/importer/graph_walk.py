@@ -44,6 +44,7 @@ from compiler.frontend.importer.tensors import (
 from compiler.frontend.importer.values import Value, ValueTable, _hint, element_type_of
 from compiler.frontend.onnx_graph import op_key as _op_key
 from compiler.frontend.onnx_graph import subgraphs
+from compiler.registry import registrar
 from dialects import graph as g
 from dialects import graph_shapes as S
 from dialects.attributes import DTYPE_ATTR, LENGTH_OF_ATTR, NAME_ATTR, RUN_TIME_AXIS_ATTR
@@ -385,10 +386,6 @@ Converter = Callable[[Importer, onnx.NodeProto], Sequence[Value]]
 CONVERTERS: dict[str, Converter] = {}
 
 
-def converter(*op_types: str) -> Callable[[Converter], Converter]:
-    def reg(fn: Converter) -> Converter:
-        for t in op_types:
-            CONVERTERS[t] = fn
-        return fn
-
-    return reg
+converter = registrar(CONVERTERS)
+"""`@converter("Op", ...)`: registers the decorated function as the converter of those ONNX
+op types."""

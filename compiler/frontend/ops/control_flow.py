@@ -152,6 +152,22 @@ def convert_if(imp: Importer, node: onnx.NodeProto) -> list[Value]:
 # -- Loop ---------------------------------------------------------------------------------
 
 
+def _static_input(
+    imp: Importer, node: onnx.NodeProto, index: int, what: str, note: str = ""
+) -> np.ndarray | None:
+    """Loop's input `index` (None when absent): its value must be known at import time, for the
+    loop to be unrolled."""
+    if not imp.has(node, index):
+        return None
+    value = imp.const(node.input[index])
+    if value is None:
+        raise imp.error(
+            f"{what} ('{node.input[index]}') depends on run-time values; only loops whose "
+            f"iteration count is known at import time can be unrolled{note}"
+        )
+    return value
+
+
 @converter("Loop")
 def convert_loop(imp: Importer, node: onnx.NodeProto) -> list[Value]:
     """Unrolled: the trip count and the condition (the input and every iteration's computed
@@ -173,28 +189,15 @@ def convert_loop(imp: Importer, node: onnx.NodeProto) -> list[Value]:
             "the loop-carried values and the scan outputs"
         )
     trips: int | None = None
-    if imp.has(node, 0):
-        m = imp.const(node.input[0])
-        if m is None:
-            raise imp.error(
-                f"the trip count M ('{node.input[0]}') depends on run-time values; only loops "
-                "whose iteration count is known at import time can be unrolled (every shape is "
-                "static)"
-            )
+    m = _static_input(imp, node, 0, "the trip count M", " (every shape is static)")
+    if m is not None:
         if m.size != 1 or not np.issubdtype(m.dtype, np.integer):
             raise imp.error(
                 f"the trip count M must be one integer, got {m.dtype} of shape {list(m.shape)}"
             )
         trips = max(int(m.reshape(-1)[0]), 0)
-    go = True
-    if imp.has(node, 1):
-        c = imp.const(node.input[1])
-        if c is None:
-            raise imp.error(
-                f"the condition input ('{node.input[1]}') depends on run-time values; only loops "
-                "whose iteration count is known at import time can be unrolled"
-            )
-        go = _flag(imp, c, "the condition input")
+    c = _static_input(imp, node, 1, "the condition input")
+    go = True if c is None else _flag(imp, c, "the condition input")
     if trips is None and not imp.has(node, 1):
         raise imp.error("has neither a trip count nor a condition: it would never end")
     carried: list[Value] = [imp.lookup(n) for n in node.input[2:]]

@@ -157,17 +157,34 @@ class OperandIO:
                 found = emit.remember(key, self._even_lanes(flat, first, elem, width))
             return found
         scratch = self.scratch(elem)  # gather through a scratch
-
-        def lane_copy(lane: SSAValue, _: list[SSAValue]) -> list[SSAValue]:
-            at = self._lane_address(first, lane, lane_step)
-            element = emit.insert(memref.LoadOp.get(flat, [at])).res
-            emit.insert(memref.StoreOp.get(element, scratch, [lane]))
-            return []
-
-        emit.for_loop(emit.index(0), emit.index(width), 1, [], lane_copy)
+        self._copy_lanes(flat, first, lane_step, scratch, width, gather=True)
         return emit.insert(
             vector.LoadOp(scratch, [emit.index(0)], VectorType(elem, [width]))
         ).result
+
+    def _copy_lanes(
+        self,
+        flat: SSAValue,
+        first: SSAValue,
+        lane_step: int,
+        scratch: SSAValue,
+        width: int,
+        gather: bool,
+    ) -> None:
+        """A loop copying `width` lanes, one element each, between flat[first + lane * lane_step]
+        and scratch[lane]: into the scratch (a gather), or out of it (a scatter)."""
+        emit = self.emitter
+
+        def lane_copy(lane: SSAValue, _: list[SSAValue]) -> list[SSAValue]:
+            at = self._lane_address(first, lane, lane_step)
+            src, src_at, dst, dst_at = (
+                (flat, at, scratch, lane) if gather else (scratch, lane, flat, at)
+            )
+            element = emit.insert(memref.LoadOp.get(src, [src_at])).res
+            emit.insert(memref.StoreOp.get(element, dst, [dst_at]))
+            return []
+
+        emit.for_loop(emit.index(0), emit.index(width), 1, [], lane_copy)
 
     def _even_lanes(self, flat: SSAValue, first: SSAValue, elem: Attribute, width: int) -> SSAValue:
         """flat[first + 2 * i] for i < width: vectors at `first` and at `first + width - 1`
@@ -196,11 +213,4 @@ class OperandIO:
             flat, first, lane_step = self.flat_access(operand, pos)
             scratch = self.scratch(value.type.element_type)  # type: ignore[attr-defined]
             emit.insert(vector.StoreOp(value, scratch, [emit.index(0)]))
-
-            def lane_copy(lane: SSAValue, _: list[SSAValue]) -> list[SSAValue]:
-                at = self._lane_address(first, lane, lane_step)
-                element = emit.insert(memref.LoadOp.get(scratch, [lane])).res
-                emit.insert(memref.StoreOp.get(element, flat, [at]))
-                return []
-
-            emit.for_loop(emit.index(0), emit.index(width), 1, [], lane_copy)
+            self._copy_lanes(flat, first, lane_step, scratch, width, gather=False)

@@ -13,7 +13,7 @@ Shared: on the CPU the point loops step over register tiles; on the GPU each thr
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from xdsl.ir import SSAValue
 
@@ -40,29 +40,23 @@ class ReductionPhase:
     last: bool = True
 
 
+@dataclass(eq=False)
 class RegisterTile:
     """Emits the register tile at a point of the parallel loops."""
 
-    def __init__(
-        self,
-        info: KernelInfo,
-        schedule: Schedule,
-        stages: KernelStages,
-        emitter: Emitter,
-        io: OperandIO,
-        body: BodyEmitter,
-    ):
-        self.info = info
-        self.schedule = schedule
-        self.stages = stages
-        self.emitter = emitter
-        self.io = io
-        self.body = body
-        self.vector_loop = schedule.vector
-        self.vector_width = schedule.width if schedule.vector >= 0 else 1
-        self.strides: dict[int, int] = {}
-        """Per reduction loop: the step between the iterations this tile runs (1 unless a GPU
-        reduction split deals the loop out among threads)."""
+    info: KernelInfo
+    schedule: Schedule
+    stages: KernelStages
+    emitter: Emitter
+    io: OperandIO
+    body: BodyEmitter
+    strides: dict[int, int] = field(init=False, default_factory=dict)
+    """Per reduction loop: the step between the iterations this tile runs (1 unless a GPU
+    reduction split deals the loop out among threads)."""
+
+    def __post_init__(self) -> None:
+        self.vector_loop = self.schedule.vector
+        self.vector_width = self.schedule.width if self.schedule.vector >= 0 else 1
 
     def points(self, start: list[Pos], size: list[int]) -> list[TilePoint]:
         """One accumulator per parallel position of the tile, `vector_width` lanes along the

@@ -10,7 +10,7 @@ from xdsl.ir import Operation
 
 from compiler.backends.gpu.c_printer.c_types import _Elem, _Vec
 from compiler.backends.gpu.c_printer.errors import _Unsupported
-from compiler.backends.gpu.c_printer.flavour import _C_KEYWORDS, _Flavour
+from compiler.backends.gpu.c_printer.flavour import _C_KEYWORDS, _C_SCALARS, _Flavour
 from compiler.backends.gpu.c_printer.op_tables import _FLOAT_OPERATORS, _op_name
 
 _CUDA_RESERVED = frozenset(
@@ -19,26 +19,9 @@ _CUDA_RESERVED = frozenset(
 )
 
 
-_CUDA_SCALARS = {
-    ("f", 32): "float",
-    ("f", 64): "double",
-    ("i", 64): "long long",
-    ("i", 32): "int",
-    ("i", 16): "short",
-    ("i", 8): "signed char",
-    ("i", 1): "int",
-    ("index", 32): "int",
-}
-_CUDA_VECTOR_BASES = {
-    ("f", 32): "float",
-    ("f", 64): "double",
-    ("i", 64): "longlong",
-    ("i", 32): "int",
-    ("i", 16): "short",
-    ("i", 8): "char",
-    ("i", 1): "int",
-    ("index", 32): "int",
-}
+_CUDA_SCALARS = _C_SCALARS | {("i", 64): "long long", ("i", 8): "signed char"}
+_CUDA_VECTOR_BASES = _CUDA_SCALARS | {("i", 64): "longlong", ("i", 8): "char"}
+"""The vector types' base names (`longlong4`, `char4`): the scalar's but for those two."""
 _CUDA_UNSIGNED = {
     64: "unsigned long long",
     32: "unsigned int",
@@ -103,15 +86,10 @@ class _Cuda(_Flavour):
     device_prefix = "__device__ void"
     reserved = _CUDA_RESERVED | _C_KEYWORDS
     barrier = "__syncthreads();"
-
-    def ctype(self, e: _Elem) -> str:
-        return _CUDA_SCALARS[(e.kind, e.bits)]
-
-    def mem_ctype(self, e: _Elem) -> str:
-        return "unsigned char" if e.is_bool else self.ctype(e)
-
-    def utype(self, e: _Elem) -> str:
-        return _CUDA_UNSIGNED[e.bits]
+    scalars = _CUDA_SCALARS
+    unsigned = _CUDA_UNSIGNED
+    byte = "unsigned char"
+    long_suffix = "LL"
 
     def storage(self, lanes: int) -> int:
         if lanes > 4:
@@ -125,9 +103,6 @@ class _Cuda(_Flavour):
         if v.storage == 1:
             return self.ctype(v.elem)
         return f"{_CUDA_VECTOR_BASES[(v.elem.kind, v.elem.bits)]}{v.storage}"
-
-    def long_suffix(self) -> str:
-        return "LL"
 
     def lane(self, x: str, i: int) -> str:
         return f"{x}.{_CUDA_LANES[i]}"

@@ -22,6 +22,18 @@ _C_KEYWORDS = frozenset(
 )
 
 
+_C_SCALARS = {
+    ("f", 32): "float",
+    ("f", 64): "double",
+    ("i", 32): "int",
+    ("i", 16): "short",
+    ("i", 1): "int",
+    ("index", 32): "int",
+}
+"""The C types of the scalar elements, by (kind, bits), that OpenCL C and CUDA C spell alike:
+each flavour adds its own 64- and 8-bit integers."""
+
+
 class _Flavour:
     """What differs between the C dialects (the shared translation is in _FunctionPrinter)."""
 
@@ -32,26 +44,31 @@ class _Flavour:
     barrier = ""
     i1_mask = False
     """Whether an i1 vector lane holds 0 / -1 (OpenCL's comparison masks) rather than 0 / 1."""
+    scalars: dict[tuple[str, int], str] = {}
+    """The C type of each scalar element, by (kind, bits)."""
+    unsigned: dict[int, str] = {}
+    """The unsigned C type of each integer width."""
+    byte: str = ""
+    """The one-byte C type an i1 is stored as in memory."""
+    long_suffix = ""
+    """The suffix of a 64-bit integer literal."""
 
     # types
     def ctype(self, e: _Elem) -> str:
-        raise NotImplementedError
+        return self.scalars[(e.kind, e.bits)]
 
     def mem_ctype(self, e: _Elem) -> str:
         """The C type of a memref element (i1 is one byte)."""
-        raise NotImplementedError
+        return self.byte if e.is_bool else self.ctype(e)
 
     def utype(self, e: _Elem) -> str:
-        raise NotImplementedError
+        return self.unsigned[e.bits]
 
     def storage(self, lanes: int) -> int:
         """Lanes of the C vector type that holds `lanes` lanes."""
         raise NotImplementedError
 
     def vtype(self, v: _Vec) -> str:
-        raise NotImplementedError
-
-    def long_suffix(self) -> str:
         raise NotImplementedError
 
     # vectors

@@ -25,6 +25,7 @@ from compiler.backends.gpu.c_printer.flavour import _Flavour
 from compiler.backends.gpu.c_printer.memref_layout import _extent, _layout, _memory_space
 from compiler.backends.gpu.c_printer.op_tables import _op_name
 from compiler.backends.gpu.c_printer.scalar_semantics import _ScalarSemantics
+from compiler.registry import registrar
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _LOCAL_NAME = re.compile(r"(v|arg)[0-9]+(_.*)?|zg_.*|ZG_.*")
@@ -305,10 +306,5 @@ Handler = Callable[[_FunctionPrinter, Operation], None]
 _HANDLERS: dict[str, Handler] = {}
 
 
-def _handles(*names: str) -> Callable[[Handler], Handler]:
-    def register(fn: Handler) -> Handler:
-        for name in names:
-            _HANDLERS[name] = fn
-        return fn
-
-    return register
+_handles = registrar(_HANDLERS)
+"""`@_handles("op.name", ...)`: registers the decorated function as the printer of those ops."""

@@ -11,7 +11,7 @@ from xdsl.ir import Operation
 
 from compiler.backends.gpu.c_printer.c_types import _Elem, _Vec
 from compiler.backends.gpu.c_printer.errors import _Unsupported
-from compiler.backends.gpu.c_printer.flavour import _C_KEYWORDS, _Flavour
+from compiler.backends.gpu.c_printer.flavour import _C_KEYWORDS, _C_SCALARS, _Flavour
 from compiler.backends.gpu.c_printer.op_tables import (
     _CMPF,
     _CMPF_NAMES,
@@ -35,16 +35,7 @@ def _offset(ptr: str, index: str) -> str:
     return ptr if index == "0" else f"{ptr} + {index}"
 
 
-_OPENCL_SCALARS = {
-    ("f", 32): "float",
-    ("f", 64): "double",
-    ("i", 64): "long",
-    ("i", 32): "int",
-    ("i", 16): "short",
-    ("i", 8): "char",
-    ("i", 1): "int",
-    ("index", 32): "int",
-}
+_OPENCL_SCALARS = _C_SCALARS | {("i", 64): "long", ("i", 8): "char"}
 _OPENCL_UNSIGNED = {64: "ulong", 32: "uint", 16: "ushort", 8: "uchar", 1: "uint"}
 _OPENCL_WIDTHS = (2, 3, 4, 8, 16)
 
@@ -66,15 +57,10 @@ class _OpenCL(_Flavour):
     reserved = _OPENCL_RESERVED | _C_KEYWORDS
     barrier = "barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);"
     i1_mask = True
-
-    def ctype(self, e: _Elem) -> str:
-        return _OPENCL_SCALARS[(e.kind, e.bits)]
-
-    def mem_ctype(self, e: _Elem) -> str:
-        return "uchar" if e.is_bool else self.ctype(e)
-
-    def utype(self, e: _Elem) -> str:
-        return _OPENCL_UNSIGNED[e.bits]
+    scalars = _OPENCL_SCALARS
+    unsigned = _OPENCL_UNSIGNED
+    byte = "uchar"
+    long_suffix = "L"
 
     def storage(self, lanes: int) -> int:
         if lanes == 1:
@@ -87,9 +73,6 @@ class _OpenCL(_Flavour):
     def vtype(self, v: _Vec) -> str:
         base = self.ctype(v.elem)
         return base if v.storage == 1 else f"{base}{v.storage}"
-
-    def long_suffix(self) -> str:
-        return "L"
 
     def lane(self, x: str, i: int) -> str:
         return f"{x}.s{i:x}"

@@ -59,7 +59,7 @@ class _ScalarSemantics:
                 raise _Unsupported(f"index constant {value} does not fit the C int of indices")
             return f"({value})" if value < 0 else str(value)
         value = (value + 2 ** (e.bits - 1)) % 2**e.bits - 2 ** (e.bits - 1)  # as signed
-        suffix = self.fl.long_suffix() if e.bits == 64 else ""
+        suffix = self.fl.long_suffix if e.bits == 64 else ""
         if e.bits in (32, 64) and value == -(2 ** (e.bits - 1)):
             return f"(-{2 ** (e.bits - 1) - 1}{suffix} - 1)"
         return f"({value}{suffix})" if value < 0 else f"{value}{suffix}"

@@ -128,21 +128,25 @@ def _position(op: Operation) -> int:
     return int(values[0])
 
 
+def _lane_vec(p: _FunctionPrinter, scalar: SSAValue, vec: SSAValue, verb: str) -> _Vec:
+    """The vector `vec` that vector.extract or vector.insert (`verb`) addresses one lane of, the
+    `scalar` one (a sub-vector is not printed)."""
+    if isinstance(scalar.type, VectorType):
+        raise _Unsupported(f"{verb} a sub-vector is not printed")
+    return _vec_of(p, vec)
+
+
 @_handles("vector.extract")
 def _extract(p: _FunctionPrinter, op: Operation) -> None:
     source, result = op.operands[0], op.results[0]
-    if isinstance(result.type, VectorType):
-        raise _Unsupported("extracting a sub-vector is not printed")
-    v = _vec_of(p, source)
+    v = _lane_vec(p, result, source, "extracting")
     p.define(result, p.lane_get(p.expr(source), v, _position(op)))
 
 
 @_handles("vector.insert")
 def _insert(p: _FunctionPrinter, op: Operation) -> None:
     scalar, dest = op.operands[0], op.operands[1]
-    if isinstance(scalar.type, VectorType):
-        raise _Unsupported("inserting a sub-vector is not printed")
-    v = _vec_of(p, dest)
+    v = _lane_vec(p, scalar, dest, "inserting")
     lane = _position(op)
     if v.storage == 1:
         p.define(op.results[0], p.expr(scalar))
