@@ -17,6 +17,7 @@ LEVELS: dict[str, tuple[str, ...]] = {
         "fold-constants",
         "transpose-weights",
         "pad-weights",
+        "pack-weights",
         "simplify",
         "blocked-layout",
         "winograd",

@@ -64,6 +64,7 @@ PASSES: dict[str, str] = {
     "fold-batchnorm": "passes.transforms.fold_batchnorm:FoldBatchnormPass",
     "transpose-weights": "passes.transforms.transpose_weights:TransposeWeightsPass",
     "pad-weights": "passes.transforms.pad_weights:PadWeightsPass",
+    "pack-weights": "passes.transforms.pack_weights:PackWeightsPass",
     "simplify": "passes.transforms.simplify:SimplifyPass",
     "blocked-layout": "passes.transforms.blocked_layout:BlockedLayoutPass",
     "winograd": "passes.transforms.winograd:WinogradPass",

@@ -30,6 +30,10 @@ CACHE_SHARE = 2
 MAX_REDUCTION_UNROLL = 8
 """An innermost reduction loop this short (a conv window row) is unrolled completely."""
 
+REDUCTION_VECTORS = 2
+"""Vectors across the vector loop in a kernel with a reduction (a matmul's register tile is
+REDUCTION_VECTORS x width lanes wide); 4 in one without."""
+
 MATVEC_ROWS = 16
 """Reduction steps per chunk of a matrix-vector kernel: its accumulators are loaded and
 stored once per chunk, 1/16 of the matrix's traffic."""
@@ -98,7 +102,11 @@ def default_schedule(
     has_reduction = bool(info.reduction_loops)
     choice = _choose_vector_loop(info, width)
     v = choice.dim if choice else -1
-    nvec = min(math.ceil(extents[v] / width), 2 if has_reduction else 4) if v >= 0 else 1
+    nvec = (
+        min(math.ceil(extents[v] / width), REDUCTION_VECTORS if has_reduction else 4)
+        if v >= 0
+        else 1
+    )
     if v >= 0:
         unroll[v] = nvec * width
     if has_reduction:

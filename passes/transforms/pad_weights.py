@@ -28,6 +28,7 @@ from xdsl.pattern_rewriter import (
 from dialects import graph as g
 from passes.schedule.cpu_target import cpu_target
 from passes.schedule.options import check_width_option
+from passes.transforms.constant_weights import constant_weight, relayout_weight
 
 MIN_COLUMNS_PER_LANE = 16
 """N must span at least this many vectors: the padding then adds at most 1/16 of the work."""
@@ -43,32 +44,23 @@ class PadMatmulWeight(RewritePattern):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: g.MatmulOp, rewriter: PatternRewriter) -> None:
-        old = op.b.owner
-        if not isinstance(old, g.ConstantOp):
-            return
-        w = g.constant_value(old)
-        rank = len(op.a.type.get_shape())  # type: ignore[attr-defined]
-        if w.ndim != 2 or rank < 2 or w.dtype != np.float32:
+        w = constant_weight(op)
+        if w is None or len(op.a.type.get_shape()) < 2:  # type: ignore[attr-defined]
             return
         k, n = w.shape
         if n % self.width == 0 or n < MIN_COLUMNS_PER_LANE * self.width or k < MIN_DEPTH:
             return
         padded_n = -(-n // self.width) * self.width
         weight = g.ConstantOp(np.pad(w, ((0, 0), (0, padded_n - n))))
-        weight.results[0].name_hint = op.b.name_hint
         product = g.MatmulOp(op.a, weight)
-        product.results[0].name_hint = op.result.name_hint
         out_shape = list(product.result.type.get_shape())
-        ends = [*out_shape[:-1], n]
         sliced = g.SliceOp(
             product,
             starts=[0] * len(out_shape),
-            ends=ends,
+            ends=[*out_shape[:-1], n],
             steps=[1] * len(out_shape),
         )
-        rewriter.replace(op, [weight, product, sliced])
-        if not old.results[0].uses:
-            rewriter.erase(old)
+        relayout_weight(rewriter, op, weight, [weight, product, sliced])
 
 
 @dataclass(frozen=True)

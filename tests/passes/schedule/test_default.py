@@ -97,19 +97,22 @@ def test_a_packed_default_matmul_computes_the_product() -> None:
     rng = np.random.default_rng(0)
     a = rng.standard_normal((64, 1024)).astype(np.float32)
     b = rng.standard_normal((1024, 1024)).astype(np.float32)
+    # B an input, known only at run time (a constant B is stored packed by pack-weights)
     graph = helper.make_graph(
         [helper.make_node("MatMul", ["x", "w"], ["y"])],
         "mm",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(a.shape))],
+        [
+            helper.make_tensor_value_info("x", TensorProto.FLOAT, list(a.shape)),
+            helper.make_tensor_value_info("w", TensorProto.FLOAT, list(b.shape)),
+        ],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
-        [numpy_helper.from_array(b, "w")],
     )
     mm = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     buffers = lower(import_model(mm), "buffers")
     run_passes(make_context(), buffers, ["default-schedule{cpu=znver4}"])
     assert "pack = [1]" in str(buffers)  # B's 4 KiB-strided rows crowd the L2: packed
     model = compile_model(mm, schedules=["default-schedule{cpu=znver4}"])
-    (out,) = model.run({"x": a}).values()
+    (out,) = model.run({"x": a, "w": b}).values()
     np.testing.assert_allclose(out, a @ b, rtol=1e-4, atol=1e-3)
 
 
