@@ -19,13 +19,14 @@ chained 768 x 3072 / 3072 x 768 products (75 MB of weights; relu between them), 
        48      24.43      19.44     20.68
       128      50.11      48.03     49.47
 
-GPT-2's decode step went from 1.13x onnxruntime's time to 0.68x, AlexNet (three fully connected
-layers, 58M weights, batch 1) from 27.8 to 23.4 ms. Only a B larger than the L2 is packed: one that
-stays in the L2 between calls is read at cache speed either way, and the product of a small
-model then loses more to the transpose back and to the panel's narrower register tile than it
-gains (DeiT-tiny at 64x64, B of 192 x 768: 0.47 -> 0.60 ms). The transpose costs one pass over
-the product (M x N elements, against M x N x K multiply-adds). Runs after pad-weights, which
-makes N a multiple of the vector width where that pays.
+Decode steps of GPT-2-, Llama- and Qwen2-shaped models: the README's table
+(`python tests/bench/bench_decode.py`). Only a B larger than the L2 is packed: one that stays in
+the L2 between calls is read at cache speed either way, and the product of a small model then
+loses more to the transpose back and to the panel's narrower register tile than it gains (seen
+on DeiT-tiny at 64x64, whose B are 192 x 768: `ziggurat bench MODEL --profile` showed its
+products packed at 46 GFLOP/s, unpacked at 74-88). The transpose costs one pass over the product
+(M x N elements, against M x N x K multiply-adds). Runs after pad-weights, which makes N a
+multiple of the vector width where that pays.
 """
 
 from __future__ import annotations
