@@ -1,6 +1,7 @@
 """Issue 30's transformer set (tests/support/transformer_models.py: GPT-2, Llama with grouped-
-query attention and rotary embeddings, Qwen2, BERT; symbolic batch and sequence), compiled for
-several sizes (specialized with input_shapes) and compared with onnxruntime on the same model."""
+query attention and rotary embeddings, Qwen2, BERT, a T5 encoder; symbolic batch and sequence),
+each one SymbolicModel (compiler/symbolic_model.py) run at several sizes and compared with
+onnxruntime on the same model."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ import numpy as np
 import onnxruntime as ort
 import pytest
 
-from compiler.model import compile_model
+from compiler.errors import InputError
+from compiler.symbolic_model import SymbolicModel, compile_symbolic
 from tests.support import transformer_models as tm
 
 SIZES = [(1, 1), (3, 7), (1, 64)]
@@ -19,10 +21,22 @@ def _session(model):
     return ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
 
 
-def _check(model, feeds) -> None:
+_MODELS: dict[tuple[str, bool], SymbolicModel] = {}
+"""One symbolic model per (kind, kv cache) in this process, run at every size its tests ask."""
+
+
+def _symbolic(kind: str, cache: bool = False) -> SymbolicModel:
+    if (kind, cache) not in _MODELS:
+        cfg = tm.with_cache(tm.SMALL[kind]) if cache else tm.SMALL[kind]
+        dims = {"batch": (1, 4), "seq": (1, 512)} | ({"past": (0, 512)} if cache else {})
+        _MODELS[kind, cache] = compile_symbolic(tm.build(cfg), dims, cache=False)
+    return _MODELS[kind, cache]
+
+
+def _check(model, feeds, symbolic: SymbolicModel) -> None:
     names = [o.name for o in model.graph.output]
     expected = dict(zip(names, _session(model).run(None, feeds), strict=True))
-    got = compile_model(model, {k: list(v.shape) for k, v in feeds.items()}).run(feeds)
+    got = symbolic.run(feeds)
     assert sorted(got) == sorted(expected)
     for name, value in expected.items():
         np.testing.assert_allclose(got[name], value, rtol=1e-4, atol=1e-4, err_msg=name)
@@ -32,7 +46,7 @@ def _check(model, feeds) -> None:
 @pytest.mark.parametrize("batch,seq", SIZES)
 def test_matches_onnxruntime(kind: str, batch: int, seq: int) -> None:
     cfg = tm.SMALL[kind]
-    _check(tm.build(cfg), tm.feeds(cfg, batch, seq))
+    _check(tm.build(cfg), tm.feeds(cfg, batch, seq), _symbolic(kind))
 
 
 @pytest.mark.parametrize("kind", ["gpt2", "llama", "qwen2"])
@@ -40,9 +54,30 @@ def test_matches_onnxruntime(kind: str, batch: int, seq: int) -> None:
 def test_kv_cache_matches_onnxruntime(kind: str, batch: int, seq: int, past: int) -> None:
     """The decoders with a KV cache: a prefill (empty past) and a decode step."""
     cfg = tm.with_cache(tm.SMALL[kind])
-    _check(tm.build(cfg), tm.feeds(cfg, batch, seq, past))
+    _check(tm.build(cfg), tm.feeds(cfg, batch, seq, past), _symbolic(kind, cache=True))
 
 
 def test_long_sequence() -> None:
     cfg = tm.SMALL["llama"]
-    _check(tm.build(cfg), tm.feeds(cfg, 1, 300))
+    _check(tm.build(cfg), tm.feeds(cfg, 1, 300), _symbolic("llama"))
+
+
+def test_one_compile_per_size_and_bounds() -> None:
+    """A size seen before reuses its specialization; one outside the bounds is one InputError
+    naming the symbol, the input and the axis, before any compile."""
+    cfg = tm.SMALL["bert"]
+    symbolic = compile_symbolic(tm.build(cfg), {"batch": (1, 4), "seq": (1, 64)}, cache=False)
+    first = symbolic.run(tm.feeds(cfg, 1, 7))
+    again = symbolic.run(tm.feeds(cfg, 1, 7))
+    assert symbolic.compiles == 1
+    for name, value in first.items():
+        np.testing.assert_array_equal(again[name], value)
+    with pytest.raises(
+        InputError,
+        match=r"symbol 'seq' is 65 in input 'input_ids' \(axis 1\), "
+        r"outside the bounds 1\.\.64",
+    ):
+        symbolic.run(tm.feeds(cfg, 1, 65))
+    with pytest.raises(InputError, match=r"symbol 'batch' is 5 .* outside the bounds 1\.\.4"):
+        symbolic.run(tm.feeds(cfg, 5, 3))
+    assert symbolic.compiles == 1

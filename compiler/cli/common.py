@@ -53,6 +53,33 @@ def parse_input_shapes(specs: Sequence[str] | None) -> dict[str, list[int]]:
     return shapes
 
 
+def parse_dims(specs: Sequence[str] | None) -> dict[str, int | tuple[int, int | None]]:
+    """`NAME=N` (fix a symbolic dimension), `NAME=LO..HI` or `NAME=LO..` (bound it) strings ->
+    {name: N or (LO, HI or None)}, as compile_symbolic's `dims` takes them."""
+    dims: dict[str, int | tuple[int, int | None]] = {}
+    for spec in specs or []:
+        name, sep, value = spec.partition("=")
+        lo, dots, hi = value.partition("..")
+        try:
+            if not sep or not name:
+                raise ValueError
+            if dots:
+                bound = (int(lo), int(hi) if hi.strip() else None)
+                if bound[0] < 0 or (bound[1] is not None and bound[1] < bound[0]):
+                    raise ValueError
+                dims[name] = bound
+            else:
+                size = int(value)
+                if size < 0:
+                    raise ValueError
+                dims[name] = size
+        except ValueError:
+            raise UsageError(
+                f"bad --dim '{spec}': expected NAME=N, NAME=LO..HI or NAME=LO.. with 0 <= LO <= HI"
+            ) from None
+    return dims
+
+
 def write_file(path: str, write: Callable[[BinaryIO], object]) -> None:
     """Write the output file the user named, exactly there. A failure (no such folder, read-only,
     full disk) is a user error naming the path, and a half-written regular file is removed."""

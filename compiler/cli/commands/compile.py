@@ -17,6 +17,7 @@ from compiler.cli.commands.options import (
     add_layout,
     conv_layout,
     db_schedules,
+    fixed_input_shapes,
     gpu_layout,
     report_db_use,
 )
@@ -28,7 +29,6 @@ from compiler.cli.common import (
     UsageError,
     check_threads,
     model_arg,
-    parse_input_shapes,
     progress_on_terminal,
     write_file,
     write_stdout,
@@ -64,7 +64,7 @@ def _cmd_compile(args: argparse.Namespace) -> int:
     from compiler.model import compile_report, import_model, lower
 
     t0 = time.perf_counter()
-    shapes = parse_input_shapes(args.input_shape)
+    shapes = fixed_input_shapes(args, model_arg(args.model))
     optimize = not args.no_graph_opt
     check_threads(args.threads)
     if args.report:

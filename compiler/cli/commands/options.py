@@ -18,6 +18,33 @@ if TYPE_CHECKING:
 def add_input_shape(parser: argparse.ArgumentParser) -> None:
     """`--input-shape NAME=1x3x224x224`, repeatable (common.parse_input_shapes reads them)."""
     parser.add_argument("--input-shape", action="append", metavar="NAME=1x3x224x224")
+    parser.add_argument(
+        "--dim",
+        action="append",
+        metavar="SYMBOL=N|LO..HI",
+        help="a symbolic dimension of the model's inputs (an ONNX dim_param such as seq): "
+        "fixed to N, or bounded to LO..HI (run: the inputs' sizes are checked against it)",
+    )
+
+
+def fixed_input_shapes(args: argparse.Namespace, source: Any) -> dict[str, list[int]]:
+    """--input-shape with the shapes that --dim SYMBOL=N fixes added (one static compile:
+    a range is refused)."""
+    from compiler.cli.common import parse_dims, parse_input_shapes
+
+    shapes = parse_input_shapes(args.input_shape)
+    dims = parse_dims(args.dim)
+    ranges = [k for k, v in dims.items() if isinstance(v, tuple)]
+    if ranges:
+        raise UsageError(
+            f"--dim {ranges[0]}=LO..HI: this compiles one shape; fix it with --dim "
+            f"{ranges[0]}=N (ranges are for `ziggurat run` and compile_symbolic)"
+        )
+    if not dims:
+        return shapes
+    from compiler.symbolic_model import SymbolicModel
+
+    return {**SymbolicModel(source, dims, shapes).fixed_shapes(), **shapes}
 
 
 def add_db(parser: argparse.ArgumentParser) -> None:

@@ -20,6 +20,7 @@ from compiler.cli.common import (
     check_threads,
     load_npz,
     model_arg,
+    parse_dims,
     parse_input_shapes,
     progress_on_terminal,
     save_outputs,
@@ -33,6 +34,7 @@ def _run_package(args: argparse.Namespace) -> int:
 
     for flag, given in (
         ("--input-shape", args.input_shape),
+        ("--dim", args.dim),
         ("--no-graph-opt", args.no_graph_opt),
         ("--db", args.db),
         ("--layout", args.layout),
@@ -53,24 +55,28 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.model.endswith(PACKAGE_SUFFIX):
         return _run_package(args)
     args.target = args.target or "cpu"
-    from compiler.compile_cache import cached_compile, model_notes
+    from compiler.compile_cache import model_notes
+    from compiler.symbolic_model import compile_symbolic
 
     args.threads = 1 if args.threads is None else args.threads
     check_threads(args.threads)
     source = model_arg(args.model)  # a path or zoo:NAME, as compile, bench and tune take
     feeds = load_npz(args.inputs)
+    # symbolic dims take their sizes from the inputs (checked against --dim bounds); each
+    # binding is one compile, through the compile cache: the second run of a shape is a load
+    symbolic = compile_symbolic(
+        source,
+        parse_dims(args.dim),
+        parse_input_shapes(args.input_shape),
+        target=args.target,
+        optimize=not args.no_graph_opt,
+        schedules=db_schedules(args.db, args.threads, args.target),
+        threads=args.threads,
+        layout=conv_layout(args, source),
+        cache=not args.no_cache,
+    )
     with progress_on_terminal():
-        model = cached_compile(  # compiler/compile_cache.py: the second run of a model is a load
-            source,
-            parse_input_shapes(args.input_shape),
-            target=args.target,
-            optimize=not args.no_graph_opt,
-            schedules=db_schedules(args.db, args.threads, args.target),
-            threads=args.threads,
-            layout=conv_layout(args, source),
-            cache=not args.no_cache,
-            feeds=feeds,  # a wrong input is reported before the compile
-        )
+        model = symbolic.for_feeds(feeds)  # a wrong input is reported before the compile
     if args.db:
         report_db_use(model_notes(model))
     save_outputs(model.run(feeds), args.output)

@@ -518,6 +518,91 @@ def test_input_shape_takes_x_or_commas(
     assert "tensor<1x3x8x8xf32>" in out
 
 
+@pytest.fixture(scope="module")
+def symbolic(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """x -> relu(x) with x: [batch, seq, 4] (two symbolic dims)."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", "seq", 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", "seq", 4])
+    g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "sym", [x], [y])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 9
+    path = tmp_path_factory.mktemp("symbolic") / "symbolic.onnx"
+    onnx.save(m, path)
+    return path
+
+
+def test_run_takes_symbolic_sizes_from_the_inputs(
+    capsys: pytest.CaptureFixture[str], symbolic: Path, tmp_path: Path
+) -> None:
+    for shape in [(1, 5, 4), (3, 2, 4)]:
+        x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
+        rc, out, err = call(
+            capsys,
+            "run",
+            str(symbolic),
+            "--dim",
+            "seq=1..8",
+            "--inputs",
+            str(npz(tmp_path / "in.npz", x=x)),
+            "--output",
+            str(tmp_path / "out.npz"),
+            "--no-cache",
+        )
+        assert rc == 0, err
+        with np.load(tmp_path / "out.npz") as data:
+            np.testing.assert_array_equal(data["y"], np.maximum(x, 0))
+
+
+def test_run_refuses_a_size_out_of_dim_bounds(
+    capsys: pytest.CaptureFixture[str], symbolic: Path, tmp_path: Path
+) -> None:
+    x = np.zeros((1, 9, 4), np.float32)
+    assert_user_error(
+        call(
+            capsys,
+            "run",
+            str(symbolic),
+            "--dim",
+            "seq=1..8",
+            "--inputs",
+            str(npz(tmp_path / "in.npz", x=x)),
+            "--output",
+            str(tmp_path / "out.npz"),
+        ),
+        "symbol 'seq' is 9 in input 'x' (axis 1), outside the bounds 1..8",
+    )
+
+
+def test_compile_dim_fixes_symbols(capsys: pytest.CaptureFixture[str], symbolic: Path) -> None:
+    rc, out, err = call(
+        capsys, "compile", str(symbolic), "--emit", "graph", "--dim", "batch=2", "--dim", "seq=3"
+    )
+    assert rc == 0, err
+    assert "tensor<2x3x4xf32>" in out
+
+
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (
+            ["--dim", "seq=1..4"],
+            "--dim seq=LO..HI: this compiles one shape; fix it with --dim seq=N",
+        ),
+        (["--dim", "seq=x"], "bad --dim 'seq=x': expected NAME=N, NAME=LO..HI or NAME=LO.."),
+        (["--dim", "seq=4..2"], "bad --dim 'seq=4..2'"),
+        (
+            ["--dim", "len=3"],
+            "dims names 'len', which the model's inputs do not have; its "
+            "symbols are 'batch', 'seq'",
+        ),
+    ],
+)
+def test_compile_bad_dims(
+    capsys: pytest.CaptureFixture[str], symbolic: Path, args: list[str], message: str
+) -> None:
+    assert_user_error(call(capsys, "compile", str(symbolic), "--emit", "graph", *args), message)
+
+
 def test_run_takes_a_zoo_model(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     """`run zoo:NAME` as compile, bench and tune take it (it once said "model file not found")."""
     import onnxruntime as ort

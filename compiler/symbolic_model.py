@@ -1,0 +1,352 @@
+"""A model whose inputs have symbolic dimensions (batch, sequence, past length), run at any size
+within bounds the user gives: each binding of its symbols gets its own static-shape compile.
+
+    model = compile_symbolic("gpt2.onnx", dims={"batch": (1, 8), "seq": (1, 512)})
+    model.run({"input_ids": ids, ...})   # sizes read from the arrays, checked, then dispatched
+
+Kernels below the graph level have static extents (the compiler fixes every shape at import
+time and folds the shape arithmetic that exporters emit), so this is the dispatch side of
+symbolic shapes, as torch.compile's recompile-per-shape and TensorRT's per-profile engines are:
+the symbols are read from the model's inputs (ONNX `dim_param`s; an unnamed unknown dim is
+called `INPUT.AXIS`), every call binds them from the arrays it is given (a symbol shared by
+two inputs must agree; static dims must match; a size outside the bounds is one InputError
+naming the symbol, the input and the axis), and the specialization for that binding is taken
+from memory, else from the compile cache (compiler/compile_cache.py: a size seen by any earlier
+process is a load), else compiled once. Kernels whose extents are run-time values, so that one
+compile serves every size, are not built (README, "Shapes").
+"""
+
+from __future__ import annotations
+
+import ast
+import operator
+from collections import OrderedDict
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnx
+
+from compiler.compile_cache import cached_compile
+from compiler.errors import InputError, ZigguratError
+from compiler.frontend.onnx import load_model
+
+Dim = int | str
+"""A dimension of an input: its size, or the name of the symbol it is."""
+DimSpec = int | tuple[int, int | None]
+"""What `dims` gives a symbol: a fixed size, or bounds (lo, hi), hi None for no upper bound."""
+
+MAX_LOADED = 16
+"""Specializations kept loaded at once (the least recently used beyond it are closed; the
+compile cache still holds them)."""
+
+
+class DimError(ZigguratError):
+    """`dims` names a symbol the model does not have, or gives it impossible bounds."""
+
+
+@dataclass(frozen=True)
+class Bound:
+    lo: int
+    hi: int | None
+
+    def __str__(self) -> str:
+        return f"{self.lo}..{'' if self.hi is None else self.hi}"
+
+    def holds(self, size: int) -> bool:
+        return size >= self.lo and (self.hi is None or size <= self.hi)
+
+
+def input_dims(model: Any) -> dict[str, list[Dim]]:
+    """Each graph input (not an initializer) -> its dims: sizes, or symbol names (an unknown dim
+    without a `dim_param` is called `INPUT.AXIS`)."""
+    graph = model.graph
+    inits = {t.name for t in graph.initializer}
+    dims: dict[str, list[Dim]] = {}
+    for inp in graph.input:
+        if inp.name in inits or not inp.type.HasField("tensor_type"):
+            continue
+        tt = inp.type.tensor_type
+        if not tt.HasField("shape"):
+            raise DimError(f"input '{inp.name}' has no shape (not even its rank)")
+        dims[inp.name] = [
+            d.dim_value
+            if d.HasField("dim_value") and d.dim_value >= 0
+            else d.dim_param or f"{inp.name}.{k}"
+            for k, d in enumerate(tt.shape.dim)
+        ]
+    return dims
+
+
+def _bounds(
+    symbols: dict[str, list[tuple[str, int]]],
+    dims: Mapping[str, DimSpec],
+    fixed: Mapping[str, int],
+) -> dict[str, Bound]:
+    """Every symbol's bounds: from `dims`, else from `fixed` (a size input_shapes implies),
+    else 0.. (a dimension may be 0: an empty KV cache)."""
+    unknown = sorted(set(dims) - set(symbols))
+    if unknown:
+        raise DimError(
+            f"dims names {', '.join(repr(u) for u in unknown)}, which the model's inputs do not "
+            f"have; its symbols are {', '.join(repr(s) for s in symbols) or 'none'}"
+        )
+    out = {s: Bound(fixed[s], fixed[s]) if s in fixed else Bound(0, None) for s in symbols}
+    for name, spec in dims.items():
+        hi: int | None
+        if isinstance(spec, (int, np.integer)) and not isinstance(spec, bool):
+            lo, hi = int(spec), int(spec)
+        elif isinstance(spec, tuple) and len(spec) == 2:
+            lo, hi = int(spec[0]), None if spec[1] is None else int(spec[1])
+        else:
+            raise DimError(f"dims['{name}'] must be a size or a (lo, hi) pair, got {spec!r}")
+        if lo < 0 or (hi is not None and hi < lo):
+            raise DimError(f"dims['{name}'] = {spec!r}: bounds must satisfy 0 <= lo <= hi")
+        if name in fixed and not lo <= fixed[name] <= (hi if hi is not None else fixed[name]):
+            raise DimError(
+                f"input_shapes fix '{name}' to {fixed[name]}, outside dims['{name}'] = {spec!r}"
+            )
+        out[name] = Bound(lo, hi) if name not in fixed else Bound(fixed[name], fixed[name])
+    return out
+
+
+def _spell(dims: list[Dim]) -> str:
+    return "[" + ", ".join(str(d) for d in dims) + "]"
+
+
+def _evaluate(expression: str, sizes: Mapping[str, int]) -> int | None:
+    """The value of a symbol that exporters spell as arithmetic over other symbols
+    (`past + seq`, `2*seq`), or None when it is a plain name or names an unbound symbol."""
+    try:
+        tree = ast.parse(expression, mode="eval").body
+    except SyntaxError:
+        return None
+    if isinstance(tree, ast.Name):
+        return None
+    ops = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul}
+
+    def value(node: ast.expr) -> int:
+        if isinstance(node, ast.Constant) and type(node.value) is int:
+            return node.value
+        if isinstance(node, ast.Name) and node.id in sizes and node.id != expression:
+            return sizes[node.id]
+        if isinstance(node, ast.BinOp) and type(node.op) in ops:
+            return ops[type(node.op)](value(node.left), value(node.right))
+        raise ValueError
+
+    try:
+        return value(tree)
+    except ValueError:
+        return None
+
+
+def _dtype_name(elem_type: int) -> str:
+    try:
+        return str(np.dtype(onnx.helper.tensor_dtype_to_np_dtype(elem_type)))
+    except (KeyError, TypeError):
+        return onnx.TensorProto.DataType.Name(elem_type).lower()
+
+
+class SymbolicModel:
+    """An ONNX model with symbolic input dims, compiled per binding of its symbols on first use
+    (see the module). `run`, `input_names` and `output_names` as a CompiledModel's."""
+
+    def __init__(
+        self,
+        model: str | Path | Any,
+        dims: Mapping[str, DimSpec] | None = None,
+        input_shapes: Mapping[str, list[int]] | None = None,
+        max_loaded: int = MAX_LOADED,
+        **options: Any,
+    ) -> None:
+        """`options`: cached_compile's (target, optimize, schedules, threads, preset, layout,
+        cache), the same for every specialization."""
+        self.model = model
+        proto = load_model(model)
+        self.input_dims = input_dims(proto)
+        self.output_names = [o.name for o in proto.graph.output]
+        self.input_dtypes = {
+            i.name: _dtype_name(i.type.tensor_type.elem_type)
+            for i in proto.graph.input
+            if i.name in self.input_dims
+        }
+        self.symbols: dict[str, list[tuple[str, int]]] = {}
+        """Each symbol -> the (input, axis) pairs where it appears."""
+        for name, ds in self.input_dims.items():
+            for axis, d in enumerate(ds):
+                if isinstance(d, str):
+                    self.symbols.setdefault(d, []).append((name, axis))
+        fixed = self._fixed_by(dict(input_shapes or {}))
+        self.bounds = _bounds(self.symbols, dict(dims or {}), fixed)
+        self.options = options
+        self.max_loaded = max(1, max_loaded)
+        self._loaded: OrderedDict[tuple[int, ...], Any] = OrderedDict()
+        self.compiles = 0
+        """Specializations made by this object (compiled or loaded from the cache)."""
+
+    @property
+    def input_names(self) -> list[str]:
+        return list(self.input_dims)
+
+    def _fixed_by(self, shapes: dict[str, list[int]]) -> dict[str, int]:
+        """The symbol sizes that input_shapes pin down."""
+        fixed: dict[str, int] = {}
+        for name, shape in shapes.items():
+            if name not in self.input_dims:
+                raise DimError(
+                    f"input_shapes names unknown input '{name}' (model inputs: "
+                    f"{', '.join(repr(n) for n in self.input_dims)})"
+                )
+            ds = self.input_dims[name]
+            if len(shape) != len(ds):
+                raise DimError(
+                    f"input_shapes gives rank {len(shape)} for input '{name}' {_spell(ds)}"
+                )
+            for axis, (d, size) in enumerate(zip(ds, shape, strict=True)):
+                if isinstance(d, int):
+                    if d != size:
+                        raise DimError(
+                            f"input_shapes gives '{name}' size {size} on axis {axis}, which is "
+                            f"{d} in the model"
+                        )
+                elif fixed.setdefault(d, int(size)) != size:
+                    raise DimError(
+                        f"input_shapes give symbol '{d}' two sizes, {fixed[d]} and {size}"
+                    )
+        return fixed
+
+    def bind(self, shapes: Mapping[str, tuple[int, ...]]) -> dict[str, int]:
+        """Each symbol's size in these input shapes; InputError for an unknown or missing input,
+        a wrong rank or static size, a symbol given two sizes, or a size out of bounds."""
+        unknown = [k for k in shapes if k not in self.input_dims]
+        if unknown:
+            raise InputError(
+                f"unknown input name(s) {unknown}; the model's inputs are {self.input_names}"
+            )
+        sizes: dict[str, int] = {}
+        where: dict[str, tuple[str, int]] = {}
+        for name, ds in self.input_dims.items():
+            if name not in shapes:
+                raise InputError(
+                    f"missing input '{name}' (shape {_spell(ds)}, {self.input_dtypes[name]})"
+                )
+            shape = tuple(shapes[name])
+            if len(shape) != len(ds) or any(
+                isinstance(d, int) and d != size for d, size in zip(ds, shape, strict=False)
+            ):
+                raise InputError(
+                    f"input '{name}' has shape {list(shape)}; the model expects {_spell(ds)}"
+                )
+            for axis, (d, size) in enumerate(zip(ds, shape, strict=True)):
+                if isinstance(d, int):
+                    continue
+                if d in sizes and sizes[d] != size:
+                    first, faxis = where[d]
+                    raise InputError(
+                        f"symbol '{d}' is {sizes[d]} in input '{first}' (axis {faxis}) but "
+                        f"{size} in input '{name}' (axis {axis})"
+                    )
+                sizes[d], where[d] = int(size), (name, axis)
+                bound = self.bounds[d]
+                if bound.lo == bound.hi and size != bound.lo:  # input_shapes or dims fixed it
+                    fixed = [e if isinstance(e, int) else self.bounds[e].lo for e in ds]
+                    raise InputError(
+                        f"input '{name}' has shape {list(shape)}; the model expects {fixed} "
+                        f"('{d}' = {bound.lo})"
+                    )
+                if not bound.holds(int(size)):
+                    raise InputError(
+                        f"symbol '{d}' is {size} in input '{name}' (axis {axis}), outside the "
+                        f"bounds {self.bounds[d]} the model was compiled for"
+                    )
+        for d, size in sizes.items():
+            value = _evaluate(d, sizes)
+            if value is not None and value != size:
+                name, axis = where[d]
+                raise InputError(
+                    f"input '{name}' has size {size} on axis {axis}, whose symbol '{d}' is "
+                    f"{value} for the sizes of the other inputs"
+                )
+        return sizes
+
+    def shapes_for(self, sizes: Mapping[str, int]) -> dict[str, list[int]]:
+        """Every input's static shape under these symbol sizes (input_shapes for a compile)."""
+        return {
+            name: [d if isinstance(d, int) else int(sizes[d]) for d in ds]
+            for name, ds in self.input_dims.items()
+        }
+
+    def fixed_shapes(self) -> dict[str, list[int]]:
+        """The shapes of the inputs whose every symbol is fixed (bounds lo == hi): what a
+        static compile (`ziggurat compile --dim seq=128`) takes as input_shapes."""
+        fixed = {s: b.lo for s, b in self.bounds.items() if b.lo == b.hi}
+        return {
+            name: [d if isinstance(d, int) else fixed[d] for d in ds]
+            for name, ds in self.input_dims.items()
+            if all(isinstance(d, int) or d in fixed for d in ds)
+        }
+
+    def specialize(self, **sizes: int) -> Any:
+        """The compiled model for these symbol sizes (every symbol given, within bounds; one
+        spelled as arithmetic over others, `past + seq`, may be left out):
+        from memory, the compile cache, or a compile."""
+        for s in self.symbols:  # `past + seq` follows from past and seq
+            derived = _evaluate(s, sizes) if s not in sizes else None
+            if derived is not None:
+                sizes[s] = derived
+        missing = [s for s in self.symbols if s not in sizes]
+        if missing or set(sizes) - set(self.symbols):
+            raise InputError(
+                f"specialize needs a size for each of the symbols {list(self.symbols)} "
+                f"(got {sorted(sizes)})"
+            )
+        return self._specialization(
+            self.bind({n: tuple(s) for n, s in self.shapes_for(sizes).items()})
+        )
+
+    def for_feeds(self, feeds: Mapping[str, Any]) -> Any:
+        """The specialization for the feeds' sizes (their names, shapes and dtypes are checked
+        before any compile)."""
+        return self._specialization(self.bind({k: np.shape(v) for k, v in feeds.items()}), feeds)
+
+    def _specialization(self, sizes: dict[str, int], feeds: Mapping[str, Any] | None = None) -> Any:
+        key = tuple(sizes[s] for s in self.symbols)
+        hit = self._loaded.get(key)
+        if hit is not None:
+            self._loaded.move_to_end(key)
+            return hit
+        compiled = cached_compile(self.model, self.shapes_for(sizes), feeds=feeds, **self.options)
+        self.compiles += 1
+        self._loaded[key] = compiled
+        while len(self._loaded) > self.max_loaded:
+            _, old = self._loaded.popitem(last=False)
+            close = getattr(old, "close", None)
+            if close is not None:
+                close()
+        return compiled
+
+    def run(self, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """Outputs by name, from the specialization for the feeds' sizes."""
+        return self.for_feeds(feeds).run(feeds)
+
+    def close(self) -> None:
+        """Free every loaded specialization now."""
+        while self._loaded:
+            _, old = self._loaded.popitem()
+            close = getattr(old, "close", None)
+            if close is not None:
+                close()
+
+
+def compile_symbolic(
+    model: str | Path | Any,
+    dims: Mapping[str, DimSpec] | None = None,
+    input_shapes: Mapping[str, list[int]] | None = None,
+    **options: Any,
+) -> SymbolicModel:
+    """A model runnable at any sizes of its symbolic dims within `dims` ({"seq": (1, 512),
+    "batch": 1}; a symbol left out is unbounded): see the module. `options` are
+    cached_compile's (target, optimize, schedules, threads, preset, layout, cache)."""
+    return SymbolicModel(model, dims, input_shapes, **options)
