@@ -31,3 +31,9 @@ GPU_TARGET_ATTR = "ziggurat.gpu_target"
 WINOGRAD_ATTR = "ziggurat.winograd"
 """On the generics lowered from graph.winograd_input / winograd_output: "input" or "output",
 so a profile or a tuning log names them (they are small matrix products otherwise)."""
+ARENA_SLOT_ATTR = "ziggurat.arena_slot"
+"""On @main's arena alloc and its dealloc (convert-memref-to-llvm): the slot that keeps the
+arena between calls."""
+RELEASE_ARENAS_FUNCTION = "ziggurat_release_arenas"
+"""Not an attribute: the function compiled code exports to free the arenas its slots keep; the
+loader (compiler/backends/llvm_cpu/jit.py, no xDSL) calls it before unloading the code."""

@@ -1,7 +1,8 @@
 """LLVM dialect ops that xDSL 0.74 lacks, plus their llvmlite translation.
 
-xDSL's `llvm` dialect has `llvm.insertelement` but no `llvm.extractelement` and no
-`llvm.fptosi`/`llvm.fptoui`/`llvm.uitofp`, and its llvmlite translator does not know them either.
+xDSL's `llvm` dialect has `llvm.insertelement` but no `llvm.extractelement`, no
+`llvm.fptosi`/`llvm.fptoui`/`llvm.uitofp` and no `llvm.atomicrmw`, and its llvmlite translator
+does not know them either.
 They are defined here (same names and syntax as MLIR) so vector.extract and arith casts can lower;
 `TRANSLATIONS` is consulted by `compiler.backends.llvm_cpu` before xDSL's translator.
 """
@@ -14,8 +15,8 @@ from typing import ClassVar
 from llvmlite import ir
 from xdsl.backend.llvm.convert_type import convert_type
 from xdsl.context import Context
-from xdsl.dialects.builtin import ArrayAttr, IntAttr, VectorType
-from xdsl.dialects.llvm import GenericCastOp
+from xdsl.dialects.builtin import ArrayAttr, IntAttr, StringAttr, VectorType
+from xdsl.dialects.llvm import GenericCastOp, LLVMPointerType
 from xdsl.ir import Dialect, Operation, SSAValue
 from xdsl.irdl import (
     AnyAttr,
@@ -24,9 +25,12 @@ from xdsl.irdl import (
     VarConstraint,
     irdl_op_definition,
     operand_def,
+    prop_def,
     result_def,
     traits_def,
 )
+from xdsl.parser import Parser
+from xdsl.printer import Printer
 from xdsl.traits import NoMemoryEffect
 
 
@@ -71,7 +75,65 @@ class UIToFPOp(GenericCastOp):
     name = "llvm.uitofp"
 
 
+@irdl_op_definition
+class AtomicRMWOp(IRDLOperation):
+    """`llvm.atomicrmw`: read-modify-write of one memory word, atomically (MLIR's syntax:
+    `llvm.atomicrmw xchg %ptr, %val acq_rel : !llvm.ptr, !llvm.ptr`)."""
+
+    name = "llvm.atomicrmw"
+
+    T: ClassVar = VarConstraint("T", AnyAttr())
+
+    ptr = operand_def(LLVMPointerType)
+    val = operand_def(T)
+    res = result_def(T)
+    bin_op = prop_def(StringAttr)
+    ordering = prop_def(StringAttr)
+
+    def __init__(
+        self,
+        bin_op: str,
+        ptr: Operation | SSAValue,
+        val: Operation | SSAValue,
+        ordering: str = "acq_rel",
+    ):
+        super().__init__(
+            operands=[ptr, val],
+            result_types=[SSAValue.get(val).type],
+            properties={"bin_op": StringAttr(bin_op), "ordering": StringAttr(ordering)},
+        )
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(f" {self.bin_op.data} ")
+        printer.print_operand(self.ptr)
+        printer.print_string(", ")
+        printer.print_operand(self.val)
+        printer.print_string(f" {self.ordering.data} : ")
+        printer.print_attribute(self.ptr.type)
+        printer.print_string(", ")
+        printer.print_attribute(self.val.type)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> AtomicRMWOp:
+        bin_op = parser.parse_identifier()
+        ptr = parser.parse_unresolved_operand()
+        parser.parse_punctuation(",")
+        val = parser.parse_unresolved_operand()
+        ordering = parser.parse_identifier()
+        parser.parse_punctuation(":")
+        ptr_type = parser.parse_type()
+        parser.parse_punctuation(",")
+        val_type = parser.parse_type()
+        resolved = parser.resolve_operands([ptr, val], [ptr_type, val_type], parser.pos)
+        return cls(bin_op, resolved[0], resolved[1], ordering)
+
+
 Translation = Callable[[Operation, ir.IRBuilder, dict[SSAValue, ir.Value]], None]
+
+
+def _atomicrmw(op: Operation, b: ir.IRBuilder, vals: dict[SSAValue, ir.Value]) -> None:
+    assert isinstance(op, AtomicRMWOp)
+    vals[op.res] = b.atomic_rmw(op.bin_op.data, vals[op.ptr], vals[op.val], op.ordering.data)
 
 
 def _extractelement(op: Operation, b: ir.IRBuilder, vals: dict[SSAValue, ir.Value]) -> None:
@@ -89,6 +151,7 @@ def _cast(name: str) -> Translation:
 
 
 TRANSLATIONS: dict[type[Operation], Translation] = {
+    AtomicRMWOp: _atomicrmw,
     ExtractElementOp: _extractelement,
     FPToSIOp: _cast("fptosi"),
     FPToUIOp: _cast("fptoui"),
@@ -115,4 +178,6 @@ def llvm_with_extras() -> Dialect:
     )
 
 
-LLVMExtras = Dialect("llvm_extras", [ExtractElementOp, FPToSIOp, FPToUIOp, UIToFPOp], [])
+LLVMExtras = Dialect(
+    "llvm_extras", [AtomicRMWOp, ExtractElementOp, FPToSIOp, FPToUIOp, UIToFPOp], []
+)

@@ -67,6 +67,7 @@ def pack(program: jit.LLVMCPUProgram) -> tuple[dict[str, Any], dict[str, bytes]]
         "functions": {name: [list(a), r] for name, (a, r) in program.signatures.items()},
         "weights": weights,
         "needs": [PARALLEL_RUNTIME] if program.parallel else [],
+        "release": program.release,
     }
     return section, parts
 
@@ -131,11 +132,16 @@ def unpack(
     if unknown:
         raise PackageError(path, f"needs {unknown}, which this ziggurat does not provide")
     signatures = _functions(path, section.get("functions"))
+    release = section.get("release")  # absent in packages of before it
+    if release is not None and release not in signatures:
+        raise PackageError(path, f"manifest.json: `release` names no function: {release!r}")
     if PARALLEL_RUNTIME in needs:
         parallel_runtime.load()  # the thread pool's library, from its verified cache
     with _bind_lock:
         try:
-            program = jit.load(None, objects, signatures=signatures, symbols=weights)
+            program = jit.load(
+                None, objects, signatures=signatures, symbols=weights, release=release
+            )
         except RuntimeError as e:  # llvmlite: an object file that is not for this machine
             raise PackageError(path, f"its machine code cannot be loaded: {e}") from None
     if program.parallel:

@@ -2,7 +2,8 @@
 
 Static shapes only, so no descriptor is needed: the layout offset and strides are folded into
 each access's GEP, and every view op (subview, expand/collapse_shape, cast, reinterpret_cast) is
-the same pointer with a new type. memref.view is a byte GEP; alloc is `aligned_alloc(64, n)`.
+the same pointer with a new type. memref.view is a byte GEP; alloc is `aligned_alloc(64, n)`, except @main's arena, which a slot
+keeps between calls (`_arena_runtime`).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from xdsl.dialects import llvm, memref
 from xdsl.dialects.builtin import (
     DenseIntOrFPElementsAttr,
     IntAttr,
+    IntegerAttr,
     MemRefType,
     ModuleOp,
     TensorType,
@@ -23,6 +25,7 @@ from xdsl.dialects.builtin import (
     i64,
 )
 from xdsl.ir import Attribute, Operation
+from xdsl.parser import Parser
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
     PatternRewriter,
@@ -30,6 +33,8 @@ from xdsl.pattern_rewriter import (
     op_type_rewrite_pattern,
 )
 
+from dialects.attributes import ARENA_SLOT_ATTR, RELEASE_ARENAS_FUNCTION
+from passes.analysis.main_function import main_function
 from passes.conversions.llvm_common import (
     PTR,
     const_int,
@@ -69,6 +74,90 @@ class StoreLowering(RewritePattern):
         lower_store(rewriter, op, op.memref.type)
 
 
+def _mark_arenas(module: ModuleOp) -> int:
+    """Give each alloc at the top of @main that one dealloc there frees (the memory plan's
+    arena) a slot; the number of slots."""
+    main = main_function(module)
+    if main is None or not main.body.blocks:
+        return 0
+    block = main.body.blocks[0]
+    slots = 0
+    for op in block.ops:
+        if not isinstance(op, memref.AllocOp) or op.dynamic_sizes:
+            continue
+        frees = [u.operation for u in op.memref.uses if isinstance(u.operation, memref.DeallocOp)]
+        if len(frees) != 1 or frees[0].parent is not block:
+            continue
+        op.attributes[ARENA_SLOT_ATTR] = frees[0].attributes[ARENA_SLOT_ATTR] = IntegerAttr(
+            slots, 64
+        )
+        slots += 1
+    return slots
+
+
+def _arena_runtime(slots: int) -> str:
+    """@main's arena outlives the call: a large one would otherwise be mapped fresh by malloc
+    and page-faulted in at every call (GPT-2's 51 MB: 12,570 faults, about 25 ms a call).
+    Each slot holds one free arena; a call takes it (an atomic exchange with null: a second
+    call running at the same time finds null and allocates its own) and gives it back (the
+    exchange frees what the slot held, null or another call's arena)."""
+    globals_ = "".join(
+        f"llvm.mlir.global internal @__ziggurat_arena_{k}(0 : i64) "
+        "{addr_space = 0 : i32, alignment = 8 : i64} : i64\n"
+        for k in range(slots)
+    )
+    release = "".join(
+        f"  %s{k} = llvm.mlir.addressof @__ziggurat_arena_{k} : !llvm.ptr\n"
+        f"  %o{k} = llvm.atomicrmw xchg %s{k}, %null acq_rel : !llvm.ptr, !llvm.ptr\n"
+        f"  llvm.call @free(%o{k}) : (!llvm.ptr) -> ()\n"
+        for k in range(slots)
+    )
+    return f"""builtin.module {{
+{globals_}llvm.func internal @__ziggurat_arena_take(%slot: !llvm.ptr, %n: i64) -> !llvm.ptr {{
+  %null = llvm.mlir.zero : !llvm.ptr
+  %kept = llvm.atomicrmw xchg %slot, %null acq_rel : !llvm.ptr, !llvm.ptr
+  %address = llvm.ptrtoint %kept : !llvm.ptr to i64
+  %zero = llvm.mlir.constant(0 : i64) : i64
+  %none = llvm.icmp "eq" %address, %zero : i64
+  llvm.cond_br %none, ^fresh, ^done(%kept : !llvm.ptr)
+^fresh:
+  %align = llvm.mlir.constant({ALIGNMENT} : i64) : i64
+  %new = llvm.call @aligned_alloc(%align, %n) : (i64, i64) -> !llvm.ptr
+  llvm.br ^done(%new : !llvm.ptr)
+^done(%arena: !llvm.ptr):
+  llvm.return %arena : !llvm.ptr
+}}
+llvm.func internal @__ziggurat_arena_give(%slot: !llvm.ptr, %arena: !llvm.ptr) {{
+  %old = llvm.atomicrmw xchg %slot, %arena acq_rel : !llvm.ptr, !llvm.ptr
+  llvm.call @free(%old) : (!llvm.ptr) -> ()
+  llvm.return
+}}
+llvm.func @{RELEASE_ARENAS_FUNCTION}() {{
+  %null = llvm.mlir.zero : !llvm.ptr
+{release}  llvm.return
+}}
+}}"""
+
+
+def _add_arena_runtime(ctx: Context, module: ModuleOp, slots: int) -> None:
+    declare_function(module, "aligned_alloc", [i64, i64], PTR)
+    declare_function(module, "free", [PTR], llvm.LLVMVoidType())
+    parsed = Parser(ctx, _arena_runtime(slots)).parse_module()
+    added = list(parsed.ops)
+    for op in added:
+        op.detach()
+        module.body.block.add_op(op)
+    for op in added:
+        op.verify()
+
+
+def _slot(op: Operation) -> llvm.AddressOfOp | None:
+    slot = op.attributes.get(ARENA_SLOT_ATTR)
+    if not isinstance(slot, IntegerAttr):
+        return None
+    return llvm.AddressOfOp(f"__ziggurat_arena_{slot.value.data}", PTR)
+
+
 class AllocLowering(RewritePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: memref.AllocOp, rewriter: PatternRewriter) -> None:
@@ -77,11 +166,16 @@ class AllocLowering(RewritePattern):
         if op.dynamic_sizes or op.symbol_operands:
             raise NotImplementedError("memref.alloc with dynamic sizes")
         size = -(-max(_byte_size(mtype), 1) // ALIGNMENT) * ALIGNMENT
+        nbytes = const_int(size)
+        slot = _slot(op)
+        if slot is not None:  # @main's arena, kept between calls
+            call = llvm.CallOp("__ziggurat_arena_take", slot.result, nbytes.result, return_type=PTR)
+            replace(rewriter, op, [slot, nbytes, call], [call.returned])
+            return
         module = op.get_toplevel_object()
         assert isinstance(module, ModuleOp)
         declare_function(module, "aligned_alloc", [i64, i64], PTR)
         align = const_int(ALIGNMENT)
-        nbytes = const_int(size)
         call = llvm.CallOp("aligned_alloc", align.result, nbytes.result, return_type=PTR)
         replace(rewriter, op, [align, nbytes, call], [call.returned])
 
@@ -99,6 +193,13 @@ class AllocaLowering(RewritePattern):
 class DeallocLowering(RewritePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: memref.DeallocOp, rewriter: PatternRewriter) -> None:
+        slot = _slot(op)
+        if slot is not None:  # back into its slot for the next call
+            give = llvm.CallOp(
+                "__ziggurat_arena_give", slot.result, operand(rewriter, op, op.memref)
+            )
+            replace(rewriter, op, [slot, give], [])
+            return
         module = op.get_toplevel_object()
         assert isinstance(module, ModuleOp)
         declare_function(module, "free", [PTR], llvm.LLVMVoidType())
@@ -198,6 +299,9 @@ class ConvertMemRefToLLVMPass(ModulePass):
     name: ClassVar[str] = "convert-memref-to-llvm"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        slots = _mark_arenas(op)
+        if slots:
+            _add_arena_runtime(ctx, op, slots)
         rewrite_once(
             op,
             [

@@ -20,6 +20,7 @@ from compiler.backends.llvm_cpu.jit import LLVMCPUProgram
 from compiler.backends.llvm_cpu.translate import exported_functions, translate
 from compiler.compile_timing import timed
 from compiler.pass_runner import gc_paused
+from dialects.attributes import RELEASE_ARENAS_FUNCTION
 
 _program_ids = itertools.count()
 
@@ -96,13 +97,15 @@ def link(built: Built, module: ModuleOp, objects: Sequence[bytes] = ()) -> LLVMC
     """The second half of compile_module: JIT the built module (`module` is the LLVM-dialect
     module it was built from), linked with `objects`."""
     with timed(JIT_STEP):
+        signatures = exported_functions(module)
         program = jit.load(
             built.mod,
             objects,
-            signatures=exported_functions(module),
+            signatures=signatures,
             symbols=built.bound,
             tm=built.tm,
             llvm_ir=str(built.mod),
+            release=RELEASE_ARENAS_FUNCTION if RELEASE_ARENAS_FUNCTION in signatures else None,
         )
     program.timings = {**built.timings, **program.timings}
     return program

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ctypes
 import time
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -148,7 +149,17 @@ class LLVMCPUProgram:
     objects: list[bytes] = field(default_factory=list)
     """The object files linked in (the kernels): with `llvm_ir`, all the code, so that the
     program can be saved as a package (compiler/package/) without compiling anything again."""
+    release: str | None = None
+    """A function of the code to call before unloading it (what @main keeps between calls:
+    its arena, see convert-memref-to-llvm): on `close`, or when the program is collected."""
     _asm: str | None = None
+    _release: Any = None
+
+    def __post_init__(self) -> None:
+        if self.release is not None:
+            release = self.c_function(self.release)
+            self._release = weakref.finalize(self, _free_arenas, release, self.engine)
+            self._release.atexit = False
 
     def c_function(self, name: str) -> Any:
         """The raw ctypes function `name` (arguments: pointers as ints, ints, floats): no
@@ -206,7 +217,14 @@ class LLVMCPUProgram:
 
     def close(self) -> None:
         """Free the engine (and its target machine) now rather than when collected."""
+        if self._release is not None:
+            self._release()
         self.engine.close()
+
+
+def _free_arenas(release: Any, engine: llvm.ExecutionEngine) -> None:
+    """Call the code's arena release (`engine`, passed along, keeps the code loaded until then)."""
+    release()
 
 
 def load(
@@ -218,6 +236,7 @@ def load(
     tm: llvm.TargetMachine | None = None,
     llvm_ir: str | None = None,
     threads: int | None = None,
+    release: str | None = None,
 ) -> LLVMCPUProgram:
     """JIT `module` (none: an empty one) linked with the object files `objects`, which define
     what it only declares.
@@ -227,7 +246,8 @@ def load(
     was optimized for (a new host one by default; the engine takes it over). `llvm_ir`: the
     module's text if the caller has it already. Code that calls the thread-pool runtime gets it
     loaded first (an unresolved runtime symbol would be a crash at the call), running on
-    `threads` threads if given.
+    `threads` threads if given. `release`: the function to call before the code is unloaded
+    (LLVMCPUProgram.release).
     """
     t0 = time.perf_counter()
     tm = tm or target_machine()
@@ -261,4 +281,5 @@ def load(
         timings={"jit_s": time.perf_counter() - t0},
         parallel=parallel,
         objects=list(objects),
+        release=release,
     )

@@ -48,7 +48,12 @@ def test_layout_and_manifest(mlp: tuple[onnx.ModelProto, CompiledModel, Path]) -
     assert set(data["notes"]) == {"ziggurat.memory_plan"}
     section = data["llvm-cpu"]
     assert section["objects"] == code
-    assert section["functions"] == {"main": [["ptr", "ptr"], None]}
+    # @main and what frees the arena it keeps between calls (convert-memref-to-llvm)
+    assert section["functions"] == {
+        "main": [["ptr", "ptr"], None],
+        "ziggurat_release_arenas": [[], None],
+    }
+    assert section["release"] == "ziggurat_release_arenas"
     assert sorted(section["weights"].values()) == sorted(weights)
     assert set(section["weights"]) == set(compiled.program.bound_constants)
     assert section["needs"] == []

@@ -122,3 +122,39 @@ def test_alloc_view_subview_reshapes() -> None:
     expected = buf.ravel().copy()
     expected[0] = buf.reshape(2, 4, 16)[1, 3, 4]
     np.testing.assert_array_equal(z, expected)
+
+
+MAIN_ARENA = MEMREF.replace("func.func @f(", "func.func @main(")
+"""The same body as @main: its arena alloc/dealloc pair is the memory plan's."""
+
+
+def test_mains_arena_is_kept_in_a_slot_between_calls() -> None:
+    module = apply(ConvertMemRefToLLVMPass(), MAIN_ARENA)
+
+    def calls(fn: str) -> list[str]:
+        body = next(
+            op for op in module.walk() if getattr(op, "sym_name", None) and op.sym_name.data == fn
+        )
+        return [op.callee.root_reference.data for op in body.walk() if isinstance(op, llvm.CallOp)]
+
+    # @main takes the arena from slot 0 and gives it back; an empty slot allocates, a give
+    # frees what the slot held
+    assert calls("main") == ["__ziggurat_arena_take", "__ziggurat_arena_give"]
+    assert calls("__ziggurat_arena_take") == ["aligned_alloc"]
+    assert calls("__ziggurat_arena_give") == ["free"]
+    assert calls("ziggurat_release_arenas") == ["free"]
+    names = {op.sym_name.data for op in module.walk() if isinstance(op, llvm.GlobalOp)}
+    assert names == {"__ziggurat_arena_0"}
+    text = str(module)
+    assert text.count("llvm.atomicrmw xchg") == 3  # take, give, release
+    release = next(
+        op
+        for op in module.walk()
+        if isinstance(op, llvm.FuncOp) and op.sym_name.data == "ziggurat_release_arenas"
+    )
+    assert release.linkage.linkage.data == "external"  # exported: the loader calls it
+
+
+def test_other_functions_allocate_per_call() -> None:
+    module = apply(ConvertMemRefToLLVMPass(), MEMREF)
+    assert "__ziggurat_arena" not in str(module)
