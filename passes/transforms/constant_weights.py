@@ -26,12 +26,17 @@ def relayout_weight(
     op: g.MatmulOp | g.GemmOp,
     weight: g.ConstantOp,
     ops: Sequence[Operation],
+    replaced: Operation | None = None,
 ) -> None:
     """Replace `op` by `ops` (the last one gives its result; `weight`, among them, holds B in its
-    new layout) and erase the old B once nothing else reads it."""
+    new layout) and erase the old B once nothing else reads it. With `replaced` (an op reading
+    `op`'s result, its only user), the last op gives that op's result instead, and both go."""
     old = op.b.owner
+    target = replaced or op
     weight.results[0].name_hint = op.b.name_hint
-    ops[-1].results[0].name_hint = op.result.name_hint
-    rewriter.replace(op, list(ops))
+    ops[-1].results[0].name_hint = target.results[0].name_hint
+    rewriter.replace(target, list(ops))
+    if target is not op:
+        rewriter.erase(op)
     if isinstance(old, Operation) and not old.results[0].uses:
         rewriter.erase(old)

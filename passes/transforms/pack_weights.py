@@ -26,7 +26,12 @@ loses more to the transpose back and to the panel's narrower register tile than 
 on DeiT-tiny at 64x64, whose B are 192 x 768: `ziggurat bench MODEL --profile` showed its
 products packed at 46 GFLOP/s, unpacked at 74-88). The transpose costs one pass over the product
 (M x N elements, against M x N x K multiply-adds). Runs after pad-weights, which makes N a
-multiple of the vector width where that pays.
+multiple of the vector width where that pays; its slice back to N is folded into the transposes
+back (the whole panels, then the part of the last, concatenated), so no transpose moves padding
+(GPT-2's LM head, with the arena kept between calls: 14.0 ms transpose + 4.3 ms slice -> 9.1 +
+3.5 ms; Intel Emerald Rapids, `python tests/bench/lm_head.py LM.onnx && ziggurat bench LM.onnx
+--profile 5`). The concatenation still copies: bufferize does not yet make a producer write
+through the reshape into its slot of the result.
 """
 
 from __future__ import annotations
@@ -60,9 +65,12 @@ MIN_PANELS = 2
 """N at least this many panels: a single panel is the unpacked layout already."""
 
 
-def packed_product(a: SSAValue, w: np.ndarray, panel: int, shape: Sequence[int]) -> list[Operation]:
+def packed_product(
+    a: SSAValue, w: np.ndarray, panel: int, shape: Sequence[int], keep: int | None = None
+) -> list[Operation]:
     """The ops computing a @ w (w [K, N] with whole panels) from w stored as panels, the last
-    one giving the product in `shape` (a's leading dims, N)."""
+    one giving the product in `shape` (a's leading dims, N; or `keep` < N, the first `keep`
+    columns, when shape's last dim is `keep`)."""
     k, n = w.shape
     rows = math.prod(shape[:-1])
     ops: list[Operation] = []
@@ -72,10 +80,52 @@ def packed_product(a: SSAValue, w: np.ndarray, panel: int, shape: Sequence[int])
     panels = w.reshape(k, n // panel, panel).transpose(1, 0, 2)
     ops.append(g.ConstantOp(np.ascontiguousarray(panels)))
     ops.append(g.MatmulOp(a, ops[-1].results[0]))  # [N/P, M, P]
-    if rows > 1:
+    if keep is not None:
+        ops += _kept_columns(ops[-1].results[0], rows, panel, keep)
+    elif rows > 1:
         ops.append(g.TransposeOp(ops[-1].results[0], perm=[1, 0, 2]))  # [M, N/P, P]
     ops.append(g.ReshapeOp(ops[-1].results[0], list(shape)))
     return ops
+
+
+def _kept_columns(product: SSAValue, rows: int, panel: int, keep: int) -> list[Operation]:
+    """The first `keep` columns of the panels' product [N/P, M, P] in row order, [M, keep]: the
+    whole panels transposed back, the part of the next one likewise, then concatenated (no
+    padding column is moved)."""
+    full, rest = divmod(keep, panel)
+    ops: list[Operation] = []
+    parts: list[SSAValue] = []
+    for first, count, width in ((0, full, panel), (full, 1 if rest else 0, rest)):
+        if not count:
+            continue
+        ops.append(
+            g.SliceOp(
+                product,
+                starts=[first, 0, 0],
+                ends=[first + count, rows, width],
+                steps=[1, 1, 1],
+            )
+        )
+        ops.append(g.TransposeOp(ops[-1].results[0], perm=[1, 0, 2]))  # [M, count, width]
+        ops.append(g.ReshapeOp(ops[-1].results[0], [rows, count * width]))
+        parts.append(ops[-1].results[0])
+    if len(parts) > 1:
+        ops.append(g.ConcatOp(parts, axis=1))
+    return ops
+
+
+def _trim(op: Operation) -> tuple[g.SliceOp, int] | None:
+    """The slice keeping the first columns of `op`'s product (pad-weights' trim back to N) and
+    how many, when it is the product's only user."""
+    uses = list(op.results[0].uses)
+    if len(uses) != 1 or not isinstance(user := uses[0].operation, g.SliceOp):
+        return None
+    shape = _shape(op.results[0])
+    starts, ends, steps = prop(user, "starts"), prop(user, "ends"), prop(user, "steps")
+    rank = len(shape)
+    if list(starts) != [0] * rank or list(steps) != [1] * rank or list(ends[:-1]) != shape[:-1]:
+        return None
+    return (user, ends[-1]) if 0 < ends[-1] < shape[-1] else None
 
 
 class PackWeight(RewritePattern):
@@ -103,6 +153,14 @@ class PackWeight(RewritePattern):
             plain = [prop(op, "trans_a"), prop(op, "trans_b"), prop(op, "alpha"), prop(op, "beta")]
             if plain != [0, 0, 1.0, 1.0]:
                 return
+        trim = _trim(op) if isinstance(op, g.MatmulOp) else None
+        if trim is not None and math.prod(_shape(op.result)[:-1]) > 1:
+            # pad-weights' product trimmed back to N: the transposes back keep N columns only
+            user, keep = trim
+            ops = packed_product(op.a, w, self.panel, _shape(user.result), keep)
+            weight = next(o for o in ops if isinstance(o, g.ConstantOp))
+            relayout_weight(rewriter, op, weight, ops, replaced=user)
+            return
         ops = packed_product(op.a, w, self.panel, _shape(op.result))
         weight = next(o for o in ops if isinstance(o, g.ConstantOp))
         if isinstance(op, g.GemmOp) and op.c is not None:

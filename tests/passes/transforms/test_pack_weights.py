@@ -70,6 +70,30 @@ def test_rows_are_put_back_in_order_by_a_transpose() -> None:
     assert list(t.result.type.get_shape()) == [10, 3, PANEL]  # type: ignore[attr-defined]
 
 
+@pytest.mark.parametrize("keep", [17 * PANEL - 5, 17 * PANEL - 1])
+def test_a_product_trimmed_by_pad_weights_keeps_only_its_columns(keep: int) -> None:
+    """pad-weights' slice back to N is folded into the transposes back: the whole panels and the
+    part of the next, concatenated (which bufferize writes in place), no transpose of padding."""
+    from xdsl.context import Context
+
+    from passes.transforms.pad_weights import PadWeightsPass
+
+    k = MIN_DEPTH
+    w = rng.standard_normal((k, keep)).astype(np.float32)
+    m = _matmul_with(w, [2, 5, k])
+    PadWeightsPass(width=PANEL).apply(Context(), m)  # [K, keep] padded to whole panels, sliced
+    apply_and_compare(m, PackWeightsPass(width=WIDTH, min_bytes=0))
+    names = op_names(m)
+    assert names.count("graph.transpose") == 2
+    assert names.count("graph.concat") == 1
+    assert "graph.slice" in names  # the panels taken, not a slice of the result
+    transposed = [op for op in m.walk() if isinstance(op, g.TransposeOp)]
+    widths = sorted(list(t.result.type.get_shape()) for t in transposed)  # type: ignore[attr-defined]
+    assert widths == sorted([[10, keep // PANEL, PANEL], [10, 1, keep % PANEL]])
+    (ret,) = [op for op in m.walk() if op.name == "func.return"]
+    assert list(ret.operands[0].type.get_shape()) == [2, 5, keep]  # type: ignore[attr-defined]
+
+
 def test_a_two_d_row_needs_no_reshape_in() -> None:
     k, n = MIN_DEPTH, 2 * PANEL
     m = _matmul_with(rng.standard_normal((k, n)).astype(np.float32), [1, k])
