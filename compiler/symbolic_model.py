@@ -145,8 +145,8 @@ def _evaluate(expression: str, sizes: Mapping[str, int]) -> int | None:
 def _dtype_name(elem_type: int) -> str:
     try:
         return str(np.dtype(onnx.helper.tensor_dtype_to_np_dtype(elem_type)))
-    except (KeyError, TypeError):
-        return onnx.TensorProto.DataType.Name(elem_type).lower()
+    except (KeyError, TypeError, ValueError):  # the import says what is wrong with it
+        return f"element type {elem_type}"
 
 
 class SymbolicModel:
@@ -178,7 +178,8 @@ class SymbolicModel:
             for axis, d in enumerate(ds):
                 if isinstance(d, str):
                     self.symbols.setdefault(d, []).append((name, axis))
-        fixed = self._fixed_by(dict(input_shapes or {}))
+        self.input_shapes = dict(input_shapes or {})
+        fixed = self._fixed_by(self.input_shapes)
         self.bounds = _bounds(self.symbols, dict(dims or {}), fixed)
         self.options = options
         self.max_loaded = max(1, max_loaded)
@@ -309,6 +310,8 @@ class SymbolicModel:
     def for_feeds(self, feeds: Mapping[str, Any]) -> Any:
         """The specialization for the feeds' sizes (their names, shapes and dtypes are checked
         before any compile)."""
+        if not self.symbols:  # static: the compile checks the feeds, as compile_model does
+            return self._specialization({}, feeds)
         return self._specialization(self.bind({k: np.shape(v) for k, v in feeds.items()}), feeds)
 
     def _specialization(self, sizes: dict[str, int], feeds: Mapping[str, Any] | None = None) -> Any:
@@ -317,7 +320,8 @@ class SymbolicModel:
         if hit is not None:
             self._loaded.move_to_end(key)
             return hit
-        compiled = cached_compile(self.model, self.shapes_for(sizes), feeds=feeds, **self.options)
+        shapes = self.shapes_for(sizes) if self.symbols else self.input_shapes
+        compiled = cached_compile(self.model, shapes, feeds=feeds, **self.options)
         self.compiles += 1
         self._loaded[key] = compiled
         while len(self._loaded) > self.max_loaded:
