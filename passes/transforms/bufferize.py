@@ -28,6 +28,7 @@ from xdsl.dialects import arith, func, memref, tensor
 from xdsl.dialects.builtin import (
     AffineMapAttr,
     ArrayAttr,
+    DenseArrayBase,
     DictionaryAttr,
     FunctionType,
     IndexType,
@@ -114,6 +115,49 @@ def is_copy(op: Operation) -> bool:
 
 def _reassociation(op: tensor.ExpandShapeOp | tensor.CollapseShapeOp) -> list[list[int]]:
     return [[d.value.data for d in g.data] for g in op.reassociation.data]
+
+
+def _retyped_views(
+    root: SSAValue, new_type: MemRefType[Attribute], skip: set[Operation]
+) -> list[tuple[Operation, Operation]] | None:
+    """Every view of `root` (transitively; not those in `skip`) rebuilt for `root` having
+    `new_type` instead: (old view, new view) in dependency order, the new ones still reading
+    the old operands; None when a collapse no longer fits the new strides. A view's type is
+    computed from its source's, so replacing a buffer by one of another layout must retype
+    them all."""
+    out: list[tuple[Operation, Operation]] = []
+    work: list[tuple[SSAValue, MemRefType[Attribute]]] = [(root, new_type)]
+    while work:
+        value, vtype = work.pop(0)
+        for use in list(value.uses):
+            op = use.operation
+            if op in skip or not isinstance(op, _VIEW_OPS):
+                continue
+            if isinstance(op, memref.SubviewOp):
+                t = subview_type(
+                    vtype,
+                    list(op.static_offsets.get_values()),
+                    list(op.static_sizes.get_values()),
+                    list(op.static_strides.get_values()),
+                    _memref_type(op.results[0]).get_shape(),
+                )
+            else:
+                groups = [[d.value.data for d in g.data] for g in op.reassociation.data]
+                if isinstance(op, memref.ExpandShapeOp):
+                    t = expand_type(vtype, groups, _memref_type(op.results[0]).get_shape())
+                elif is_collapsible(vtype, groups):
+                    t = collapse_type(vtype, groups)
+                else:
+                    return None
+            new = type(op).create(
+                operands=list(op.operands),
+                result_types=[t],
+                properties=dict(op.properties),
+                attributes=dict(op.attributes),
+            )
+            out.append((op, new))
+            work.append((op.results[0], t))
+    return out
 
 
 def _top_level(op: Operation, positions: dict[Operation, int]) -> Operation | None:
@@ -545,7 +589,10 @@ class _Bufferizer:
         for c in list(self.copies):
             src, dst = c.inputs[0], c.outputs[0]
             view = self.planned.get(src)
-            if view is None or self.base[dst] is src:
+            if view is None:
+                self.elide_reshaped_copy(c)
+                continue
+            if self.base[dst] is src:
                 continue
             if _memref_type(src).get_shape() != _memref_type(dst).get_shape():
                 continue
@@ -581,6 +628,108 @@ class _Bufferizer:
             del self.planned[src]
             del self.base[src]
             view.erase()
+
+    def elide_reshaped_copy(self, c: GenericOp) -> None:
+        """A copy whose source is a planned intermediate seen through reshapes only (a fused
+        group's transpose + reshape returned as a model output, or concatenated): its producer
+        writes into the target seen through the inverse reshapes instead (the same elements in
+        the same order), every other view of the intermediate retyped for the new layout, and
+        the copy goes."""
+        src, dst = c.inputs[0], c.outputs[0]
+        root = self.base.get(src)
+        if root is None or root is src or root not in self.planned or self.base[dst] is root:
+            return
+        chain: list[memref.CollapseShapeOp | memref.ExpandShapeOp] = []
+        value = src
+        while value is not root:
+            owner = value.owner
+            if not isinstance(owner, memref.CollapseShapeOp | memref.ExpandShapeOp):
+                return
+            if len(list(owner.results[0].uses)) != 1:  # the chain goes with the copy
+                return
+            chain.append(owner)
+            value = owner.operands[0]
+        if _memref_type(root).element_type != _memref_type(dst).element_type:
+            return
+        pos = self.positions()
+        at = pos[c]
+        users = self.users_of_root(root, pos)
+        if max(users) != at or users.count(at) != 1:
+            return
+        first = self.group_start(min(users))
+        if any(first <= p < at for p in self.users_of_root(self.base[dst], pos)):
+            return
+        inverse = self.inverse_reshapes(dst, chain)
+        if inverse is None:
+            return
+        new_root = inverse[-1].results[0]
+        retyped = _retyped_views(root, _memref_type(new_root), set(chain))
+        if retyped is None or any(old not in self.body for old, _ in retyped):
+            for op in [*reversed(inverse), *(new for _, new in reversed(retyped or []))]:
+                op.erase()  # built, not placed: drop their uses of dst and of the views
+            return
+        # the views go to the front, after dst's own (also moved there): every use of root,
+        # views of it placed by earlier elisions included, then comes after them
+        self.hoist(dst, 0)
+        owner = dst.owner
+        start = self.body.index(owner) + 1 if isinstance(owner, Operation) else 0
+        for k, op in enumerate(inverse):
+            self.body.insert(start + k, op)
+            self.base[op.results[0]] = self.base[dst]
+        root.replace_all_uses_with(new_root)
+        for old, new in retyped:
+            self.body[self.body.index(old)] = new
+            old.results[0].replace_all_uses_with(new.results[0])
+            self.base[new.results[0]] = self.base[dst]
+            self.base.pop(old.results[0], None)
+            old.erase()
+        for value, b in list(self.base.items()):
+            if b is root:
+                self.base[value] = self.base[dst]
+        for op in [c, *chain]:  # the copy (now of dst onto itself), then its views
+            self.body.remove(op)
+            if op is c:
+                self.copies.remove(c)
+            self.base.pop(op.results[0], None) if op.results else None
+            op.erase()
+        view = self.planned.pop(root)
+        self.plan_views.remove(view)
+        del self.base[root]
+        view.erase()
+
+    @staticmethod
+    def inverse_reshapes(
+        dst: SSAValue, chain: Sequence[memref.CollapseShapeOp | memref.ExpandShapeOp]
+    ) -> list[Operation] | None:
+        """Views of `dst` undoing `chain` (the reshapes from a buffer to the copy's source,
+        last one first): an expand for each collapse, a collapse for each expand (None where
+        `dst`'s strides cannot be collapsed so)."""
+        ops: list[Operation] = []
+        value = dst
+        for op in chain:
+            value_t = _memref_type(value)
+            groups = [[d.value.data for d in g.data] for g in op.reassociation.data]
+            if isinstance(op, memref.CollapseShapeOp):
+                shape = list(_memref_type(op.operands[0]).get_shape())
+                new: Operation = memref.ExpandShapeOp.build(
+                    operands=[value, []],
+                    result_types=[expand_type(value_t, groups, shape)],
+                    properties={
+                        "reassociation": op.reassociation,
+                        "static_output_shape": DenseArrayBase.from_list(i64, shape),
+                    },
+                )
+            else:
+                if not is_collapsible(value_t, groups):
+                    return None
+                new = memref.CollapseShapeOp.build(
+                    operands=[value],
+                    result_types=[collapse_type(value_t, groups)],
+                    properties={"reassociation": op.reassociation},
+                )
+            ops.append(new)
+            value = new.results[0]
+        return ops
 
     # ---- planning and assembly -------------------------------------------------------------
 

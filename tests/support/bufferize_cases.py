@@ -185,6 +185,73 @@ def reshape_ref(x: np.ndarray) -> list[np.ndarray]:
     return [np.exp(x).reshape(3, 2), np.exp(x).ravel()]
 
 
+TRANSPOSE_RESHAPED = f"""
+{HDR} -> (tensor<6xf32> {{ziggurat.name = "y"}}) {{
+  %e = tensor.empty() : tensor<3x2xf32>
+  %t = linalg.generic {{indexing_maps = [affine_map<(d0, d1) -> (d1, d0)>, {ID2}], iterator_types = {PAR2}}} ins(%x : {T23}) outs(%e : tensor<3x2xf32>) {{
+  ^bb0(%in: f32, %out: f32):
+    %r = math.exp %in : f32
+    linalg.yield %r : f32
+  }} -> tensor<3x2xf32>
+  %c = tensor.collapse_shape %t [[0, 1]] : tensor<3x2xf32> into tensor<6xf32>
+  return %c : tensor<6xf32>
+}}"""
+"""A kernel's result returned through a reshape (a fused transpose + reshape as the output)."""
+
+
+def transpose_reshaped_ref(x: np.ndarray) -> list[np.ndarray]:
+    return [np.exp(x).T.ravel()]
+
+
+CONCAT_OF_RESHAPED = f"""
+{HDR} -> (tensor<7xf32> {{ziggurat.name = "y"}}) {{
+  %e = tensor.empty() : tensor<3x2xf32>
+  %t = linalg.generic {{indexing_maps = [affine_map<(d0, d1) -> (d1, d0)>, {ID2}], iterator_types = {PAR2}}} ins(%x : {T23}) outs(%e : tensor<3x2xf32>) {{
+  ^bb0(%in: f32, %out: f32):
+    %r = math.exp %in : f32
+    linalg.yield %r : f32
+  }} -> tensor<3x2xf32>
+  %c = tensor.collapse_shape %t [[0, 1]] : tensor<3x2xf32> into tensor<6xf32>
+  %one = arith.constant dense<[2.5]> : tensor<1xf32>
+  %dest = tensor.empty() : tensor<7xf32>
+  %a = tensor.insert_slice %c into %dest[0] [6] [1] : tensor<6xf32> into tensor<7xf32>
+  %b = tensor.insert_slice %one into %a[6] [1] [1] : tensor<1xf32> into tensor<7xf32>
+  return %b : tensor<7xf32>
+}}"""
+"""A reshaped kernel result concatenated with a constant into the output (pack-weights' kept
+columns: whole panels transposed back, then the part of the last)."""
+
+
+def concat_of_reshaped_ref(x: np.ndarray) -> list[np.ndarray]:
+    return [np.concatenate([np.exp(x).T.ravel(), [2.5]]).astype(np.float32)]
+
+
+NESTED_CONCAT = f"""
+{HDR} -> (tensor<2x8xf32> {{ziggurat.name = "y"}}) {{
+  %e0 = tensor.empty() : tensor<2x3xf32>{unary("%p", "%x", "%e0", T23, "math.exp %in : f32")}
+  %e1 = tensor.empty() : tensor<2x3xf32>{unary("%q", "%x", "%e1", T23, "arith.negf %in : f32")}
+  %pe = tensor.expand_shape %p [[0], [1, 2]] output_shape [2, 3, 1] : {T23} into tensor<2x3x1xf32>
+  %qe = tensor.expand_shape %q [[0], [1, 2]] output_shape [2, 3, 1] : {T23} into tensor<2x3x1xf32>
+  %d0 = tensor.empty() : tensor<2x3x2xf32>
+  %i0 = tensor.insert_slice %pe into %d0[0, 0, 0] [2, 3, 1] [1, 1, 1] : tensor<2x3x1xf32> into tensor<2x3x2xf32>
+  %i1 = tensor.insert_slice %qe into %i0[0, 0, 1] [2, 3, 1] [1, 1, 1] : tensor<2x3x1xf32> into tensor<2x3x2xf32>
+  %r = tensor.collapse_shape %i1 [[0], [1, 2]] : tensor<2x3x2xf32> into tensor<2x6xf32>
+  %tail = arith.constant dense<[[7.0, 8.0], [9.0, 10.0]]> : tensor<2x2xf32>
+  %d1 = tensor.empty() : tensor<2x8xf32>
+  %o0 = tensor.insert_slice %r into %d1[0, 0] [2, 6] [1, 1] : tensor<2x6xf32> into tensor<2x8xf32>
+  %o1 = tensor.insert_slice %tail into %o0[0, 6] [2, 2] [1, 1] : tensor<2x2xf32> into tensor<2x8xf32>
+  return %o1 : tensor<2x8xf32>
+}}"""
+"""Interleaved pairs (RotaryEmbedding's): two results concatenated on a new last axis, that
+reshaped and concatenated again into the output: the views into the inner concatenation take the
+output's row stride (8, not 6) with it."""
+
+
+def nested_concat_ref(x: np.ndarray) -> list[np.ndarray]:
+    pairs = np.stack([np.exp(x), -x], axis=-1).reshape(2, 6)
+    return [np.concatenate([pairs, [[7.0, 8.0], [9.0, 10.0]]], axis=1).astype(np.float32)]
+
+
 X46 = np.arange(24, dtype=np.float32).reshape(4, 6) / 8
 SLICES = (
     """
@@ -251,6 +318,9 @@ CASES = {
     "pad": (PAD, [X23], pad_ref),
     "pad_of_produced": (PAD_OF_PRODUCED, [X23], pad_of_produced_ref),
     "reshape": (RESHAPE, [X23], reshape_ref),
+    "transpose_reshaped": (TRANSPOSE_RESHAPED, [X23], transpose_reshaped_ref),
+    "concat_of_reshaped": (CONCAT_OF_RESHAPED, [X23], concat_of_reshaped_ref),
+    "nested_concat": (NESTED_CONCAT, [X23], nested_concat_ref),
     "slices": (SLICES, [X46], slices_ref),
     "returns": (RETURNS, [X23], returns_ref),
     "gather": (GATHER, [IDX], gather_ref),
