@@ -32,6 +32,7 @@ import onnx
 from compiler.compile_cache import cached_compile
 from compiler.errors import InputError, ZigguratError
 from compiler.frontend.onnx import load_model
+from compiler.frontend.onnx_signature import graph_signature
 
 Dim = int | str
 """A dimension of an input: its size, or the name of the symbol it is."""
@@ -59,18 +60,21 @@ class Bound:
         return size >= self.lo and (self.hi is None or size <= self.hi)
 
 
-def input_dims(model: Any) -> dict[str, list[Dim]]:
-    """Each graph input (not an initializer) -> its dims: sizes, or symbol names (an unknown dim
-    without a `dim_param` is called `INPUT.AXIS`)."""
-    graph = model.graph
-    inits = {t.name for t in graph.initializer}
+def input_dims(model: Any, given: Mapping[str, list[int]] | None = None) -> dict[str, list[Dim]]:
+    """Each graph input (not an initializer) of `model` (a ModelProto, or a path, whose inputs
+    are read without its weights) -> its dims: sizes, or symbol names (an unknown dim without a
+    `dim_param` is called `INPUT.AXIS`). An input declared without a shape takes `given`'s."""
+    inputs, _, inits = _signature(model)
     dims: dict[str, list[Dim]] = {}
-    for inp in graph.input:
+    for inp in inputs:
         if inp.name in inits or not inp.type.HasField("tensor_type"):
             continue
         tt = inp.type.tensor_type
         if not tt.HasField("shape"):
-            raise DimError(f"input '{inp.name}' has no shape (not even its rank)")
+            if given is None or inp.name not in given:
+                raise DimError(f"input '{inp.name}' has no shape; pass it in input_shapes")
+            dims[inp.name] = list(given[inp.name])
+            continue
         dims[inp.name] = [
             d.dim_value
             if d.HasField("dim_value") and d.dim_value >= 0
@@ -78,6 +82,20 @@ def input_dims(model: Any) -> dict[str, list[Dim]]:
             for k, d in enumerate(tt.shape.dim)
         ]
     return dims
+
+
+def _signature(
+    model: Any,
+) -> tuple[list[onnx.ValueInfoProto], list[onnx.ValueInfoProto], set[str]]:
+    """(graph inputs, outputs, initializer names): from the file without its weights where
+    it reads so, else from the loaded model (load_model's errors for a bad one)."""
+    if isinstance(model, (str, Path)):
+        found = graph_signature(model)
+        if found is not None:
+            return found
+    proto = load_model(model)
+    graph = proto.graph
+    return list(graph.input), list(graph.output), {t.name for t in graph.initializer}
 
 
 def _bounds(
@@ -164,12 +182,13 @@ class SymbolicModel:
         """`options`: cached_compile's (target, optimize, schedules, threads, preset, layout,
         cache), the same for every specialization."""
         self.model = model
-        proto = load_model(model)
-        self.input_dims = input_dims(proto)
-        self.output_names = [o.name for o in proto.graph.output]
+        self.input_shapes = dict(input_shapes or {})
+        inputs, outputs, _ = _signature(model)
+        self.input_dims = input_dims(model, self.input_shapes)
+        self.output_names = [o.name for o in outputs]
         self.input_dtypes = {
             i.name: _dtype_name(i.type.tensor_type.elem_type)
-            for i in proto.graph.input
+            for i in inputs
             if i.name in self.input_dims
         }
         self.symbols: dict[str, list[tuple[str, int]]] = {}
@@ -178,7 +197,6 @@ class SymbolicModel:
             for axis, d in enumerate(ds):
                 if isinstance(d, str):
                     self.symbols.setdefault(d, []).append((name, axis))
-        self.input_shapes = dict(input_shapes or {})
         fixed = self._fixed_by(self.input_shapes)
         self.bounds = _bounds(self.symbols, dict(dims or {}), fixed)
         self.options = options
