@@ -599,11 +599,10 @@ class _Bufferizer:
             if src.type != dst.type and any(isinstance(u.operation, _VIEW_OPS) for u in src.uses):
                 continue
             pos = self.positions()
-            at = pos[c]
-            src_users = self.users_of_root(src, pos)
-            if max(src_users) != at or src_users.count(at) != 1:
+            span = self.read_last_by(src, c, pos)
+            if span is None:
                 continue
-            first = min(src_users)
+            first, at = span
             dst_users = self.users_of_root(self.base[dst], pos)
             if any(first <= p < at for p in dst_users):
                 # A pad's border fills between the producer and the copy: moved in front of the
@@ -629,6 +628,17 @@ class _Bufferizer:
             del self.base[src]
             view.erase()
 
+    def read_last_by(
+        self, root: SSAValue, c: GenericOp, pos: dict[Operation, int]
+    ) -> tuple[int, int] | None:
+        """(first user of `root`, position of `c`) when copy `c` is `root`'s last user and
+        touches it once: what makes its producer free to write the copy's target instead."""
+        at = pos[c]
+        users = self.users_of_root(root, pos)
+        if max(users) != at or users.count(at) != 1:
+            return None
+        return min(users), at
+
     def elide_reshaped_copy(self, c: GenericOp) -> None:
         """A copy whose source is a planned intermediate seen through reshapes only (a fused
         group's transpose + reshape returned as a model output, or concatenated): its producer
@@ -652,11 +662,10 @@ class _Bufferizer:
         if _memref_type(root).element_type != _memref_type(dst).element_type:
             return
         pos = self.positions()
-        at = pos[c]
-        users = self.users_of_root(root, pos)
-        if max(users) != at or users.count(at) != 1:
+        span = self.read_last_by(root, c, pos)
+        if span is None:
             return
-        first = self.group_start(min(users))
+        first, at = self.group_start(span[0]), span[1]
         if any(first <= p < at for p in self.users_of_root(self.base[dst], pos)):
             return
         inverse = self.inverse_reshapes(dst, chain)
@@ -690,7 +699,8 @@ class _Bufferizer:
             self.body.remove(op)
             if op is c:
                 self.copies.remove(c)
-            self.base.pop(op.results[0], None) if op.results else None
+            if op.results:
+                self.base.pop(op.results[0], None)
             op.erase()
         view = self.planned.pop(root)
         self.plan_views.remove(view)

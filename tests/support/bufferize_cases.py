@@ -185,15 +185,18 @@ def reshape_ref(x: np.ndarray) -> list[np.ndarray]:
     return [np.exp(x).reshape(3, 2), np.exp(x).ravel()]
 
 
-TRANSPOSE_RESHAPED = f"""
-{HDR} -> (tensor<6xf32> {{ziggurat.name = "y"}}) {{
-  %e = tensor.empty() : tensor<3x2xf32>
+_EXP_TRANSPOSED_FLAT = f"""  %e = tensor.empty() : tensor<3x2xf32>
   %t = linalg.generic {{indexing_maps = [affine_map<(d0, d1) -> (d1, d0)>, {ID2}], iterator_types = {PAR2}}} ins(%x : {T23}) outs(%e : tensor<3x2xf32>) {{
   ^bb0(%in: f32, %out: f32):
     %r = math.exp %in : f32
     linalg.yield %r : f32
   }} -> tensor<3x2xf32>
-  %c = tensor.collapse_shape %t [[0, 1]] : tensor<3x2xf32> into tensor<6xf32>
+  %c = tensor.collapse_shape %t [[0, 1]] : tensor<3x2xf32> into tensor<6xf32>"""
+"""%c = exp(x) transposed, then flattened: a kernel's result seen through a reshape."""
+
+TRANSPOSE_RESHAPED = f"""
+{HDR} -> (tensor<6xf32> {{ziggurat.name = "y"}}) {{
+{_EXP_TRANSPOSED_FLAT}
   return %c : tensor<6xf32>
 }}"""
 """A kernel's result returned through a reshape (a fused transpose + reshape as the output)."""
@@ -205,13 +208,7 @@ def transpose_reshaped_ref(x: np.ndarray) -> list[np.ndarray]:
 
 CONCAT_OF_RESHAPED = f"""
 {HDR} -> (tensor<7xf32> {{ziggurat.name = "y"}}) {{
-  %e = tensor.empty() : tensor<3x2xf32>
-  %t = linalg.generic {{indexing_maps = [affine_map<(d0, d1) -> (d1, d0)>, {ID2}], iterator_types = {PAR2}}} ins(%x : {T23}) outs(%e : tensor<3x2xf32>) {{
-  ^bb0(%in: f32, %out: f32):
-    %r = math.exp %in : f32
-    linalg.yield %r : f32
-  }} -> tensor<3x2xf32>
-  %c = tensor.collapse_shape %t [[0, 1]] : tensor<3x2xf32> into tensor<6xf32>
+{_EXP_TRANSPOSED_FLAT}
   %one = arith.constant dense<[2.5]> : tensor<1xf32>
   %dest = tensor.empty() : tensor<7xf32>
   %a = tensor.insert_slice %c into %dest[0] [6] [1] : tensor<6xf32> into tensor<7xf32>

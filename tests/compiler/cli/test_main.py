@@ -531,23 +531,32 @@ def symbolic(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+def run_with_dims(
+    capsys: pytest.CaptureFixture[str], model: Path, x: np.ndarray, tmp_path: Path, *flags: str
+) -> tuple[int, str, str]:
+    """`run MODEL --dim seq=1..8 FLAGS` on x."""
+    inputs = npz(tmp_path / "in.npz", x=x)
+    out = str(tmp_path / "out.npz")
+    return call(
+        capsys,
+        "run",
+        str(model),
+        "--dim",
+        "seq=1..8",
+        "--inputs",
+        str(inputs),
+        "--output",
+        out,
+        *flags,
+    )
+
+
 def test_run_takes_symbolic_sizes_from_the_inputs(
     capsys: pytest.CaptureFixture[str], symbolic: Path, tmp_path: Path
 ) -> None:
     for shape in [(1, 5, 4), (3, 2, 4)]:
         x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
-        rc, out, err = call(
-            capsys,
-            "run",
-            str(symbolic),
-            "--dim",
-            "seq=1..8",
-            "--inputs",
-            str(npz(tmp_path / "in.npz", x=x)),
-            "--output",
-            str(tmp_path / "out.npz"),
-            "--no-cache",
-        )
+        rc, out, err = run_with_dims(capsys, symbolic, x, tmp_path, "--no-cache")
         assert rc == 0, err
         with np.load(tmp_path / "out.npz") as data:
             np.testing.assert_array_equal(data["y"], np.maximum(x, 0))
@@ -558,17 +567,7 @@ def test_run_refuses_a_size_out_of_dim_bounds(
 ) -> None:
     x = np.zeros((1, 9, 4), np.float32)
     assert_user_error(
-        call(
-            capsys,
-            "run",
-            str(symbolic),
-            "--dim",
-            "seq=1..8",
-            "--inputs",
-            str(npz(tmp_path / "in.npz", x=x)),
-            "--output",
-            str(tmp_path / "out.npz"),
-        ),
+        run_with_dims(capsys, symbolic, x, tmp_path),
         "symbol 'seq' is 9 in input 'x' (axis 1), outside the bounds 1..8",
     )
 
