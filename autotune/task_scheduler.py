@@ -9,7 +9,11 @@ Usage by the tuner::
         if the space of task i is exhausted:
             sched.mark_exhausted(i, unused=n - measured)
 
-The first rounds are a warm-up round-robin (every task gets one batch). After that, each round
+The first rounds are a warm-up round-robin (every task gets one batch), the tasks with the most work
+(weight x FLOPs per call) first: a budget too small to reach every task tunes the ones that take the
+model's time, not the first few kernels of the graph, which are often small elementwise ones (a
+Qwen2 shape at 96 trials had tuned six of its 22 tasks, all under 5% of its time, and none of the
+matmuls that take 96% of it). After that, each round
 goes to the task with the largest estimated reduction of the model's total latency
 sum_i(weight_i * latency_i) per trial, as in MetaSchedule (gradient_based.cc):
 
@@ -37,6 +41,12 @@ NO_RESULT_GRADIENT = 1e9
 class Weighted(Protocol):
     @property
     def weight(self) -> int: ...
+
+
+def work(task: Weighted) -> float:
+    """Weight x FLOPs per call: the warm-up order (a task without `flops` counts as one FLOP)."""
+    flops = _valid(getattr(task, "flops", None)) or 1.0
+    return max(1, int(getattr(task, "weight", 1))) * flops
 
 
 def _valid(latency: Any) -> float | None:
@@ -77,7 +87,8 @@ class GradientTaskScheduler:
         self.exhausted = [False] * n
         self.last_task: int | None = None
         self.last_batch = 0
-        self._warmup = list(range(n))
+        # the most work first; equal work keeps the tasks' order
+        self._warmup = sorted(range(n), key=lambda i: -work(self.tasks[i]))
 
     # ------------------------------------------------------------------ bookkeeping
 

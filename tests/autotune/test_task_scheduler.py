@@ -14,6 +14,7 @@ from autotune.task_scheduler import GradientTaskScheduler
 class FakeTask:
     weight: int
     workload_key: str = ""
+    flops: float = 1.0
 
 
 @dataclass
@@ -55,6 +56,18 @@ def test_warmup_round_robin_then_budget_is_exact():
     assert sum(done) == 100 == sched.trials_used  # last batch is partial (100 = 6 * 16 + 4)
     assert sched.remaining == 0
     assert sched.next_task({}) is None
+
+
+def test_warmup_takes_the_tasks_with_most_work_first():
+    # a budget of two batches over four tasks: the two with the most weight x FLOPs get them,
+    # whatever their place in the model (ties keep the model's order)
+    tasks = [FakeTask(1, "a", 1e3), FakeTask(2, "b", 1e6), FakeTask(8, "c", 1e3), FakeTask(1, "d", 4e6)]
+    sched = GradientTaskScheduler(tasks, total_trials=32, batch=16)
+    order, done = simulate(sched, [Curve(1.0, 0.5, 50)] * 4)
+    assert order == [3, 1]
+    assert done == [0, 16, 0, 16]
+    even = GradientTaskScheduler([FakeTask(1, "x", 5.0)] * 3, total_trials=48, batch=16)
+    assert simulate(even, [Curve(1.0, 0.5, 50)] * 3)[0] == [0, 1, 2]
 
 
 def test_more_trials_to_larger_weighted_latency_and_slope():
