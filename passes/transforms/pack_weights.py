@@ -20,11 +20,15 @@ chained 768 x 3072 / 3072 x 768 products (75 MB of weights; relu between them), 
       128      50.11      48.03     49.47
 
 Decode steps of GPT-2-, Llama- and Qwen2-shaped models: the README's table
-(`python tests/bench/bench_decode.py`). Only a B larger than the L2 is packed: one that stays in
-the L2 between calls is read at cache speed either way, and the product of a small model then
-loses more to the transpose back and to the panel's narrower register tile than it gains (seen
-on DeiT-tiny at 64x64, whose B are 192 x 768: `ziggurat bench MODEL --profile` showed its
-products packed at 46 GFLOP/s, unpacked at 74-88). The transpose costs one pass over the product
+(`python tests/bench/bench_decode.py`). Only a product whose working set (B, A's rows and the
+result) outgrows this CPU's L2 is packed: where all three stay in the L2, B is read at cache
+speed either way, and the product of a small model then loses more to the transpose back and to
+the panel's narrower register tile than it gains (seen on DeiT-tiny at 64x64, whose B are
+192 x 768: `ziggurat bench MODEL --profile` showed its products packed at 46 GFLOP/s, unpacked
+at 74-88). B alone is not the measure: T5-small's 512 x 512 projections (1 MB, the size of a
+Zen 4 L2) over 128 tokens have 0.5 MB of A and result beside them, and unpacked they ran at
+85-90 GFLOP/s against 100-110 for its packed products (`ziggurat bench DIR/t5.onnx --profile`,
+`python tests/bench/transformer_set.py DIR`; the whole encoder 1.00x -> 0.95x onnxruntime). The transpose costs one pass over the product
 (M x N elements, against M x N x K multiply-adds). Runs after pad-weights, which makes N a
 multiple of the vector width where that pays; its slice back to N is folded into the transposes
 back (the whole panels, then the part of the last, concatenated), which bufferize writes straight
@@ -137,16 +141,17 @@ class PackWeight(RewritePattern):
         self.panel = panel
         self.min_bytes = min_bytes
 
-    def _packs(self, w: np.ndarray) -> bool:
+    def _packs(self, w: np.ndarray, rows: int) -> bool:
         k, n = w.shape
         p = self.panel
-        return n % p == 0 and n >= MIN_PANELS * p and k >= MIN_DEPTH and w.nbytes > self.min_bytes
+        shaped = n % p == 0 and n >= MIN_PANELS * p and k >= MIN_DEPTH
+        return shaped and working_set(w, rows) > self.min_bytes
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
         if not isinstance(op, g.MatmulOp | g.GemmOp):
             return
         w = constant_weight(op)
-        if w is None or not self._packs(w) or not _shape(op.a):
+        if w is None or not _shape(op.a) or not self._packs(w, math.prod(_shape(op.a)[:-1])):
             return
         if isinstance(op, g.GemmOp):
             plain = [prop(op, "trans_a"), prop(op, "trans_b"), prop(op, "alpha"), prop(op, "beta")]
@@ -167,6 +172,13 @@ class PackWeight(RewritePattern):
         relayout_weight(rewriter, op, weight, ops)
 
 
+def working_set(w: np.ndarray, rows: int) -> int:
+    """Bytes a product with constant B = `w` [K, N] over `rows` rows of A touches: B, A's
+    rows x K and the result's rows x N (in B's element size)."""
+    k, n = w.shape
+    return w.nbytes + rows * (k + n) * w.itemsize
+
+
 def _shape(v: SSAValue) -> list[int]:
     return list(v.type.get_shape())  # type: ignore[attr-defined]
 
@@ -179,7 +191,8 @@ class PackWeightsPass(ModulePass):
     """Vector width in f32 lanes (a panel is REDUCTION_VECTORS of them); omitted: this CPU's
     widest."""
     min_bytes: int | None = None
-    """A B of at most this many bytes stays as it is; omitted: the size of this CPU's L2."""
+    """A product whose working set (B, A's rows and the result, in bytes) is at most this
+    stays as it is; omitted: the size of this CPU's L2."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         check_width_option(self.name, self.width)

@@ -61,7 +61,12 @@ def test_warmup_round_robin_then_budget_is_exact():
 def test_warmup_takes_the_tasks_with_most_work_first():
     # a budget of two batches over four tasks: the two with the most weight x FLOPs get them,
     # whatever their place in the model (ties keep the model's order)
-    tasks = [FakeTask(1, "a", 1e3), FakeTask(2, "b", 1e6), FakeTask(8, "c", 1e3), FakeTask(1, "d", 4e6)]
+    tasks = [
+        FakeTask(1, "a", 1e3),
+        FakeTask(2, "b", 1e6),
+        FakeTask(8, "c", 1e3),
+        FakeTask(1, "d", 4e6),
+    ]
     sched = GradientTaskScheduler(tasks, total_trials=32, batch=16)
     order, done = simulate(sched, [Curve(1.0, 0.5, 50)] * 4)
     assert order == [3, 1]

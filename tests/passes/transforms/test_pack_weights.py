@@ -14,7 +14,7 @@ from compiler.registry import get_pass
 from dialects import graph as g
 from passes.schedule.default import REDUCTION_VECTORS
 from passes.transforms.fold_constants import prop
-from passes.transforms.pack_weights import MIN_DEPTH, PackWeightsPass
+from passes.transforms.pack_weights import MIN_DEPTH, PackWeightsPass, working_set
 from tests.support.graph_build import apply_and_compare, build, op_names
 
 rng = np.random.default_rng(7)
@@ -122,13 +122,18 @@ def test_a_width_off_a_power_of_two_is_refused() -> None:
         PackWeightsPass(min_bytes=-1).apply(None, m)  # type: ignore[arg-type]
 
 
-def test_a_weight_that_fits_the_l2_stays() -> None:
+@pytest.mark.parametrize("rows", [1, 8])
+def test_a_product_whose_working_set_fits_the_l2_stays(rows: int) -> None:
+    # the working set is B plus A's rows and the result's: B alone under the limit still packs
+    # when the rows push the whole over it
     w = rng.standard_normal((MIN_DEPTH, 4 * PANEL)).astype(np.float32)
-    m = _matmul_with(w, [1, MIN_DEPTH])
+    m = _matmul_with(w, [rows, MIN_DEPTH])
+    working = w.nbytes + rows * (MIN_DEPTH + 4 * PANEL) * 4
+    assert working_set(w, rows) == working
     before = str(m)
-    PackWeightsPass(width=WIDTH, min_bytes=w.nbytes).apply(None, m)  # type: ignore[arg-type]
-    assert str(m) == before  # B of min_bytes: stays
-    PackWeightsPass(width=WIDTH, min_bytes=w.nbytes - 1).apply(None, m)  # type: ignore[arg-type]
+    PackWeightsPass(width=WIDTH, min_bytes=working).apply(None, m)  # type: ignore[arg-type]
+    assert str(m) == before  # a working set of min_bytes: stays
+    PackWeightsPass(width=WIDTH, min_bytes=working - 1).apply(None, m)  # type: ignore[arg-type]
     (mm,) = [op for op in m.walk() if isinstance(op, g.MatmulOp)]
     assert list(mm.b.type.get_shape()) == [4, MIN_DEPTH, PANEL]  # type: ignore[attr-defined]
 
