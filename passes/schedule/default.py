@@ -27,6 +27,13 @@ from passes.schedule.rules import MAX_PANEL_ELEMENTS, packable, panel_shape, vec
 F32_BYTES = 4
 CACHE_SHARE = 2
 """A cache tile aims at 1/CACHE_SHARE of its cache level (the rest: the other operands)."""
+GATHER_LANE_COST = 2.0
+"""Loads (per lane) of a vector whose lanes are a stride apart inside a reduction loop: a load and
+an insert per lane. A row-wise reduction over its contiguous axis (a softmax, LayerNorm or
+RMSNorm row) vectorized across rows gathers one element of 16 rows at every step; costed at one
+load per lane it beat scalar code on paper and ran 1.6-1.9x slower than it on Zen 4 (an RMSNorm
+over 128 x 1024, 0.23 -> 0.14 ms; a softmax over 8 x 128 x 128, 0.22 -> 0.11 ms: `ziggurat bench`
+on one-node models). Kernels without a reduction keep one load per lane: not measured there."""
 MAX_REDUCTION_UNROLL = 8
 """An innermost reduction loop this short (a conv window row) is unrolled completely."""
 
@@ -71,7 +78,11 @@ def _choose_vector_loop(info: KernelInfo, width: int) -> _VectorChoice | None:
         if info.extents[d] < 2 or not vectorizable_along(info, d):
             continue
         cost_in = sum(
-            0.25 if a.invariant_to(d) else 1.0 if a.contiguous_along(d) else float(width)
+            0.25
+            if a.invariant_to(d)
+            else 1.0
+            if a.contiguous_along(d)
+            else width * (GATHER_LANE_COST if red > 1 else 1.0)
             for a in inputs
         )
         out = info.output

@@ -23,7 +23,7 @@ from passes.schedule.rules import (
     panel_shape,
 )
 from passes.schedule.target import host_vector_width
-from tests.support.schedule_kernels import ADD, RELU, conv, kernel, matmul
+from tests.support.schedule_kernels import ADD, RELU, conv, kernel, matmul, rows
 
 
 def test_matmul_vectorizes_the_contiguous_output_loop_with_reductions_innermost() -> None:
@@ -39,6 +39,43 @@ def test_a_body_that_compares_lane_values_gets_scalar_code() -> None:
     _, info = kernel(RELU)
     s = default_schedule(info, 8)
     assert (s.vector, s.width) == (-1, 1)
+
+
+def test_a_row_reduction_over_its_contiguous_axis_is_not_vectorized_across_rows() -> None:
+    """A softmax/LayerNorm row's sum: vector lanes across rows would gather one element of each
+    row per step (GATHER_LANE_COST); scalar code with several rows in registers is cheaper."""
+    _, info = kernel(rows(128, 1024))
+    s = default_schedule(info, 16)
+    assert (s.vector, s.width) == (-1, 1)
+    assert s.unroll[0] > 1  # rows summed side by side
+    assert legalize(s, info) == s
+    # a reduction over the outer axis is contiguous along the rows: vectorized along them
+    _, cols = kernel(
+        rows(128, 1024)
+        .replace("(i, j) -> (i, j)", "(i, j) -> (j, i)")
+        .replace("memref<128x1024xf32>", "memref<1024x128xf32>")
+    )
+    assert default_schedule(cols, 16).vector == 0
+
+
+def test_a_row_reduction_default_computes_layernorm() -> None:
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((1, 37, 256)).astype(np.float32)
+    graph = helper.make_graph(
+        [helper.make_node("LayerNormalization", ["x", "s", "b"], ["y"], axis=-1)],
+        "ln",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 37, 256])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [
+            numpy_helper.from_array(np.full(256, 1.5, np.float32), "s"),
+            numpy_helper.from_array(np.full(256, 0.25, np.float32), "b"),
+        ],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    got = compile_model(model).run({"x": x})["y"]
+    mean = x.mean(-1, keepdims=True)
+    want = (x - mean) / np.sqrt(((x - mean) ** 2).mean(-1, keepdims=True) + 1e-5) * 1.5 + 0.25
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
 
 
 def test_width_none_is_the_host_width() -> None:
