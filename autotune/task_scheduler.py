@@ -43,12 +43,6 @@ class Weighted(Protocol):
     def weight(self) -> int: ...
 
 
-def work(task: Weighted) -> float:
-    """Weight x FLOPs per call: the warm-up order (a task without `flops` counts as one FLOP)."""
-    flops = _valid(getattr(task, "flops", None)) or 1.0
-    return max(1, int(getattr(task, "weight", 1))) * flops
-
-
 def _valid(latency: Any) -> float | None:
     if latency is None:
         return None
@@ -87,8 +81,9 @@ class GradientTaskScheduler:
         self.exhausted = [False] * n
         self.last_task: int | None = None
         self.last_batch = 0
-        # the most work first; equal work keeps the tasks' order
-        self._warmup = sorted(range(n), key=lambda i: -work(self.tasks[i]))
+        # the most work (weight x FLOPs per call; no `flops`: one) first; ties keep the order
+        flops = [_valid(getattr(t, "flops", None)) or 1.0 for t in self.tasks]
+        self._warmup = sorted(range(n), key=lambda i: -self.weights[i] * flops[i])
 
     # ------------------------------------------------------------------ bookkeeping
 

@@ -65,6 +65,13 @@ def input_dims(model: Any, given: Mapping[str, list[int]] | None = None) -> dict
     are read without its weights) -> its dims: sizes, or symbol names (an unknown dim without a
     `dim_param` is called `INPUT.AXIS`). An input declared without a shape takes `given`'s."""
     inputs, _, inits = _signature(model)
+    return _dims_of(inputs, inits, given)
+
+
+def _dims_of(
+    inputs: list[onnx.ValueInfoProto], inits: set[str], given: Mapping[str, list[int]] | None
+) -> dict[str, list[Dim]]:
+    """input_dims from a signature already read."""
     dims: dict[str, list[Dim]] = {}
     for inp in inputs:
         if inp.name in inits or not inp.type.HasField("tensor_type"):
@@ -183,8 +190,8 @@ class SymbolicModel:
         cache), the same for every specialization."""
         self.model = model
         self.input_shapes = dict(input_shapes or {})
-        inputs, outputs, _ = _signature(model)
-        self.input_dims = input_dims(model, self.input_shapes)
+        inputs, outputs, inits = _signature(model)  # read once: a path's parse may be slow
+        self.input_dims = _dims_of(inputs, inits, self.input_shapes)
         self.output_names = [o.name for o in outputs]
         self.input_dtypes = {
             i.name: _dtype_name(i.type.tensor_type.elem_type)

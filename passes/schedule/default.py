@@ -33,7 +33,10 @@ an insert per lane. A row-wise reduction over its contiguous axis (a softmax, La
 RMSNorm row) vectorized across rows gathers one element of 16 rows at every step; costed at one
 load per lane it beat scalar code on paper and ran 1.6-1.9x slower than it on Zen 4 (an RMSNorm
 over 128 x 1024, 0.23 -> 0.14 ms; a softmax over 8 x 128 x 128, 0.22 -> 0.11 ms: `ziggurat bench`
-on one-node models). Kernels without a reduction keep one load per lane: not measured there."""
+on one-node models). Not every row gains: over 768-float rows (3 KB apart, whose lines spread
+over the L1's sets) a LayerNorm went 0.058 -> 0.106 ms, where 2-4 KB apart the gathered lines
+thrash one or two sets (HISTORY.md); vectorizing along the row would settle both. Kernels
+without a reduction keep one load per lane: not measured there."""
 MAX_REDUCTION_UNROLL = 8
 """An innermost reduction loop this short (a conv window row) is unrolled completely."""
 
