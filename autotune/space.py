@@ -6,7 +6,8 @@ A config is a small JSON-serializable dict (keys in sorted order):
     reg:    register tile per loop (parallel loops; the vector loop's counts elements and is a
             multiple of the width; 1 for reduction loops)
     tile:   cache tile per loop (0 = untiled); a parallel loop's is a multiple of its register tile
-    unroll: unroll factor of the innermost reduction loop (1 without reductions)
+    unroll: unroll factor of the innermost reduction loop (1 without reductions); in vectors
+            (the partials per output) when that loop is the vector loop
     order:  loop order of the tile loops (parallel loops in original order, the reduction loops
             inserted at one position)
     pack:   operands copied into contiguous panels per cache tile (`pack{operands=..}`); only
@@ -75,7 +76,7 @@ class SearchSpace(KnobSpace):
         self.default = default_schedule(info, self.width, self.cpu)
         self.threaded_default = parallel_schedule(self.default, info, self.threads)
         # each knob's candidates, as passes/schedule/space.py enumerates them
-        self.vectors = vector_space(info)
+        self.vectors = vector_space(info, along_reduction=True)
         regs = register_tile_space(info, self.width, self.default, self.max_accumulators)
         self.reg_scalar, self.reg_vector, self.unrolls = (
             regs.scalar,
@@ -248,14 +249,16 @@ class SearchSpace(KnobSpace):
             old = cfg["vector"]
             cfg["vector"] = rng.choice([x for x in self.vectors if x != old])
             new = cfg["vector"]
+            # (a reduction vector loop has no register tile: its partials are the unroll)
+            parallel = set(self.parallel)
             for e in (old, new):
-                if e >= 0:
+                if e in parallel:
                     # keep the number of register-tile steps along the loop when possible
                     steps = reg[e] // self.width if e == old else reg[e]
                     self._fix_loop(cfg, e, rng, prefer=steps * self.width if e == new else steps)
-            if old >= 0:  # the old loop may still exceed the budget with the new vector loop
+            if old in parallel:  # the old loop may still exceed the budget with the new one
                 self._fix_loop(cfg, old, rng)
-            if new >= 0:
+            if new in parallel:
                 self._fix_loop(cfg, new, rng)
             return self._canonical(cfg)
         if name == "reg":
@@ -375,7 +378,9 @@ class SearchSpace(KnobSpace):
         assert isinstance(unroll, int) and isinstance(order, list)
         u = list(reg)
         if self.reductions:
-            u[self.reductions[-1]] = unroll
+            # along a reduction vector loop the unroll counts vectors (the partials per output)
+            r = self.reductions[-1]
+            u[r] = unroll * self.width if v == r else unroll
         p, pack = config.get("parallel", 0), config.get("pack", [])
         assert isinstance(p, int) and isinstance(pack, list)
         return Schedule(
@@ -415,6 +420,8 @@ class SearchSpace(KnobSpace):
         v = s.vector if s.vector in self.vectors else -1
         order = list(s.order) if list(s.order) in self.orders else self.orders[-1]
         red_unroll = s.unroll[self.reductions[-1]] if self.reductions else 1
+        if self.reductions and v == self.reductions[-1]:
+            red_unroll //= self.width
         if red_unroll not in self.unrolls:
             red_unroll = max(u for u in self.unrolls if u <= red_unroll)
         cfg = self._make(v, [1] * self.n, [0] * self.n, red_unroll, order, s.parallel)

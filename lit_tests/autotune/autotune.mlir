@@ -28,7 +28,7 @@
 // CHECK-LABEL: func.func private @kernel_0
 // CHECK:       linalg.fill
 // CHECK:       linalg.generic
-// CHECK-SAME:  attrs = {sched.schedule = #sched.schedule<tile = [8, 8, 2], order = [2, 0, 1], unroll = [1, 4, 1], vector = -1, width = 1, pack = [0, 1]>}
+// CHECK-SAME:  attrs = {sched.schedule = #sched.schedule<tile = [8, 0, 0], order = [0, 1, 2], unroll = [2, 4, 4], vector = -1, width = 1>}
 // CHECK-LABEL: func.func private @kernel_1
 // CHECK-NOT:   sched.schedule
 // CHECK-LABEL: func.func @main

@@ -22,7 +22,13 @@ from dialects.sched import Schedule
 from passes.analysis.kernel_access import KernelInfo
 from passes.schedule.cache_fit import crowds_cache
 from passes.schedule.cpu_target import CpuTarget, cpu_target
-from passes.schedule.rules import MAX_PANEL_ELEMENTS, packable, panel_shape, vectorizable_along
+from passes.schedule.rules import (
+    MAX_PANEL_ELEMENTS,
+    packable,
+    panel_shape,
+    reduction_vector_problem,
+    vectorizable_along,
+)
 
 F32_BYTES = 4
 CACHE_SHARE = 2
@@ -70,9 +76,12 @@ class _VectorChoice:
     score: float
 
 
-def _choose_vector_loop(info: KernelInfo, width: int) -> _VectorChoice | None:
-    """The parallel loop whose vectorization costs the fewest loads per useful lane, or None
-    when scalar code is cheaper."""
+def _choose_vector_loop(
+    info: KernelInfo, width: int, along_reduction: bool = True
+) -> _VectorChoice | None:
+    """The loop whose vectorization costs the fewest loads per useful lane (a parallel loop, or
+    with `along_reduction` the innermost reduction loop), or None when scalar code is
+    cheaper."""
     red = math.prod(info.extents[d] for d in info.reduction_loops) if info.reduction_loops else 1
     inputs = [a for a in info.accesses if not a.is_output]
     scalar = (len(inputs) + 1.0) * width
@@ -97,14 +106,45 @@ def _choose_vector_loop(info: KernelInfo, width: int) -> _VectorChoice | None:
         score = (cost_in + cost_out + 1.0) / utilization
         if score < scalar and (best is None or score < best.score):
             best = _VectorChoice(d, score)
+    lanes_reduce = _reduction_vector_choice(info, width, red) if along_reduction else None
+    if lanes_reduce and lanes_reduce.score < (best.score if best else scalar):
+        best = lanes_reduce
     return best
 
 
+def _reduction_vector_choice(info: KernelInfo, width: int, red: int) -> _VectorChoice | None:
+    """The innermost reduction loop as vector lanes (vector partials per output, folded after
+    the loop), costed like a parallel loop: loads per vector step, the last `extent % width`
+    steps as scalar code, and the fold spread over the reduction's steps.
+    A row-wise softmax, LayerNorm or RMSNorm sum reads its row contiguously this way, where
+    across rows it gathers (GATHER_LANE_COST)."""
+    if not info.reduction_loops:
+        return None
+    r = info.reduction_loops[-1]
+    n = info.extents[r]
+    if n < width or reduction_vector_problem(info, r) is not None:
+        return None
+    inputs = [a for a in info.accesses if not a.is_output]
+    cost_in = sum(
+        0.25 if a.invariant_to(r) else 1.0 if a.contiguous_along(r) else width * GATHER_LANE_COST
+        for a in inputs
+    )
+    # per `width` elements of the loop: its whole vectors, its last n % width steps scalar
+    # (a load per input and the op each), and the fold (a shuffle and an op per halving)
+    steps = (n // width * (cost_in + 1.0) + n % width * (len(inputs) + 1.0)) / (n / width)
+    fold = 2.0 * math.log2(width) * width / red
+    return _VectorChoice(r, steps + fold)
+
+
 def default_schedule(
-    info: KernelInfo, width: int | None = None, cpu: CpuTarget | None = None
+    info: KernelInfo,
+    width: int | None = None,
+    cpu: CpuTarget | None = None,
+    along_reduction: bool = True,
 ) -> Schedule:
     """The sequential default schedule of the kernel for `cpu` (None: this machine), with
-    `width` f32 lanes (None: the CPU's)."""
+    `width` f32 lanes (None: the CPU's); `along_reduction=False` keeps the vector loop a
+    parallel one (the GPU lowerings vectorize only those)."""
     cpu = cpu or cpu_target()
     if width:
         cpu = cpu.with_width(width)
@@ -114,7 +154,7 @@ def default_schedule(
     tile = [0] * n
     unroll = [1] * n
     has_reduction = bool(info.reduction_loops)
-    choice = _choose_vector_loop(info, width)
+    choice = _choose_vector_loop(info, width, along_reduction)
     v = choice.dim if choice else -1
     nvec = (
         min(math.ceil(extents[v] / width), REDUCTION_VECTORS if has_reduction else 4)
@@ -123,6 +163,11 @@ def default_schedule(
     )
     if v >= 0:
         unroll[v] = nvec * width
+    if v >= 0 and info.iterators[v] == "reduction":
+        # one output per register tile: its partials are the independent chains
+        unroll[v] = _reduction_chains(extents[v], width) * width
+        order = info.parallel_loops + info.reduction_loops
+        return Schedule(tuple(tile), tuple(order), tuple(unroll), v, width)
     if has_reduction:
         budget = max(1, cpu.default_accumulators // nvec)
         slab = cpu.l2.size // (CACHE_SHARE * F32_BYTES)
@@ -143,6 +188,15 @@ def default_schedule(
     order = info.parallel_loops + info.reduction_loops
     s = Schedule(tuple(tile), tuple(order), tuple(unroll), v, width if v >= 0 else 1)
     return _pack_crowded_panels(s, info, cpu) if has_reduction and v >= 0 else s
+
+
+REDUCTION_CHAINS = 4
+"""Vector partials per output of a kernel vectorized along its reduction: independent chains
+of the combining op (an add's latency is 3-4 cycles at two a cycle)."""
+
+
+def _reduction_chains(extent: int, width: int) -> int:
+    return max(1, min(REDUCTION_CHAINS, extent // width))
 
 
 def _register_tile(

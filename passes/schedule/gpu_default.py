@@ -45,7 +45,9 @@ def _register_tile(info: KernelInfo, target: GpuTarget) -> tuple[list[int], int,
     # the CPU heuristic's register-tile shape, its budget (half the "register file") the GPU
     # target's accumulator bound in vectors of that width
     regs = 2 * max(1, target.max_accumulators // width)
-    base = default_schedule(info, cpu=replace(cpu_target(), width=width, registers=regs))
+    base = default_schedule(
+        info, cpu=replace(cpu_target(), width=width, registers=regs), along_reduction=False
+    )
     v, width = base.vector, base.width
     if not target.cpu_like or v < 0:
         v, width = -1, 1

@@ -13,7 +13,13 @@ from dataclasses import replace
 from dialects.sched import Schedule
 from passes.analysis.kernel_access import KernelInfo
 from passes.schedule.reduction_split import check_split
-from passes.schedule.rules import check_pack, check_parallel, vectorizable_along
+from passes.schedule.rules import (
+    check_pack,
+    check_parallel,
+    check_vector_loop,
+    reduction_vector_problem,
+    vectorizable_along,
+)
 from passes.schedule.target import host_vector_width
 
 
@@ -65,16 +71,20 @@ def set_vector(s: Schedule, info: KernelInfo, dim: int, width: int) -> Schedule:
             f"option 'dim': loop {dim} does not exist; allowed: -1..{info.num_loops - 1} "
             f"(-1: scalar code; the kernel has {info.num_loops} loops)"
         )
-    if not vectorizable_along(info, dim):
-        raise ValueError(
-            f"loop {dim} cannot be vectorized (a reduction, or an index/gather in the body)"
-        )
+    if info.iterators[dim] == "reduction":
+        problem = reduction_vector_problem(info, dim)
+        if problem is not None:
+            raise ValueError(f"reduction loop {dim} cannot be vectorized: {problem}")
+    elif not vectorizable_along(info, dim):
+        raise ValueError(f"loop {dim} cannot be vectorized (an index or a gather in the body)")
     width = width or host_vector_width()
     unroll = list(s.unroll)
     if s.vector >= 0 and s.vector != dim:
         unroll[s.vector] = max(1, unroll[s.vector] // s.width)
     unroll[dim] = max(width, -(-unroll[dim] // width) * width)
-    return replace(s, vector=dim, width=width, unroll=tuple(unroll))
+    new = replace(s, vector=dim, width=width, unroll=tuple(unroll))
+    check_vector_loop(new, info)
+    return new
 
 
 def set_pack(s: Schedule, info: KernelInfo, operands: tuple[int, ...]) -> Schedule:

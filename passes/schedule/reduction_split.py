@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from xdsl.dialects import arith
+from xdsl.dialects import arith, vector
 from xdsl.dialects.builtin import AnyFloat, IntegerType
 from xdsl.dialects.linalg import ops as linalg
 from xdsl.ir import Attribute, Block, Operation
@@ -80,6 +80,22 @@ def combiner(block: Block) -> Combiner | None:
     if identity is None:
         return None
     return Combiner(op, identity, typ)
+
+
+_FLOAT_KINDS: dict[type[Operation], vector.CombiningKindFlag] = {
+    arith.AddfOp: vector.CombiningKindFlag.ADD,
+    arith.MulfOp: vector.CombiningKindFlag.MUL,
+    arith.MaximumfOp: vector.CombiningKindFlag.MAXIMUMF,
+    arith.MaxnumfOp: vector.CombiningKindFlag.MAXNUMF,
+    arith.MinimumfOp: vector.CombiningKindFlag.MINIMUMF,
+    arith.MinnumfOp: vector.CombiningKindFlag.MINNUMF,
+}
+
+
+def float_combining_kind(c: Combiner) -> vector.CombiningKindFlag | None:
+    """The vector.reduction kind that folds the lanes of a float combiner's partials (None for
+    an integer combiner: the CPU lowering reduces float vectors only)."""
+    return _FLOAT_KINDS.get(type(c.op)) if isinstance(c.type, AnyFloat) else None
 
 
 def split_loop(s: Schedule, info: KernelInfo) -> int:

@@ -20,6 +20,7 @@ from xdsl.ir import Block, SSAValue
 
 from dialects.sched import Schedule
 from passes.analysis.kernel_access import KernelInfo
+from passes.schedule.reduction_split import combiner, float_combining_kind
 
 MAX_UNROLLED_BODIES = 4096
 """The most copies of a kernel's body one register tile may hold (accumulators times the unroll
@@ -78,8 +79,48 @@ def body_vectorizes(block: Block, lane_dim: int | None = None) -> bool:
 
 
 def vectorizable_along(info: KernelInfo, d: int) -> bool:
-    """Whether the kernel can run with loop d as vector lanes."""
+    """Whether the kernel can run with parallel loop d as vector lanes."""
     return info.iterators[d] == "parallel" and body_vectorizes(info.op.body.block, d)
+
+
+def reduces_in_vectors(s: Schedule, info: KernelInfo) -> bool:
+    """Whether the schedule's vector loop is a reduction loop: each output keeps vector partial
+    results along it, folded into one value after the loop (register_tile.py)."""
+    return s.vector >= 0 and info.iterators[s.vector] == "reduction"
+
+
+def reduction_vector_problem(info: KernelInfo, d: int) -> str | None:
+    """Why reduction loop d cannot be vector lanes (None when it can): the body must be
+    `out = combine(out, f(inputs))` with a float add, mul, max or min (the lanes' partials are
+    combined in another order: reassociation, as every vectorized float reduction does), and f
+    must vectorize along d."""
+    block = info.op.body.block
+    if info.iterators[d] != "reduction":
+        return f"loop {d} is not a reduction loop"
+    c = combiner(block) if len(info.op.outputs) == 1 else None
+    if c is None or float_combining_kind(c) is None:
+        return (
+            "the body is not out = combine(out, value) with a float add, mul, max or min, so "
+            "partial results along the loop cannot be combined"
+        )
+    if not body_vectorizes(block, d):
+        return "the body does not vectorize along it (an index of it, a comparison, a conversion)"
+    return None
+
+
+def check_vector_loop(s: Schedule, info: KernelInfo) -> None:
+    """Raise ValueError unless the schedule's vector loop can be vector lanes: a parallel loop,
+    or the innermost reduction loop of the order whose body reduction_vector_problem accepts."""
+    v = s.vector
+    if v < 0 or info.iterators[v] == "parallel":
+        return
+    problem = reduction_vector_problem(info, v)
+    if problem is None:
+        innermost = [d for d in s.order if info.iterators[d] == "reduction"][-1]
+        if innermost != v:
+            problem = f"it is not the innermost reduction loop of the order ({innermost} is)"
+    if problem is not None:
+        raise ValueError(f"reduction loop {v} cannot be the vector loop: {problem}")
 
 
 # -- register tile ----------------------------------------------------------------------------

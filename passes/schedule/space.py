@@ -14,7 +14,12 @@ from dataclasses import dataclass
 
 from dialects.sched import Schedule
 from passes.analysis.kernel_access import KernelInfo
-from passes.schedule.rules import leading_parallel_loops, packable, vectorizable_along
+from passes.schedule.rules import (
+    leading_parallel_loops,
+    packable,
+    reduction_vector_problem,
+    vectorizable_along,
+)
 
 MAX_TILE_CANDIDATES = 8
 """Cache-tile candidates per loop, spread over its divisors."""
@@ -43,11 +48,16 @@ def spread(values: list[int], limit: int) -> list[int]:
     return [values[i] for i in idx]
 
 
-def vector_space(info: KernelInfo) -> list[int]:
-    """`vectorize{dim}`: -1 (scalar) or a parallel loop the body can run as lanes."""
-    return [-1] + [
-        d for d in info.parallel_loops if info.extents[d] >= 2 and vectorizable_along(info, d)
-    ]
+def vector_space(info: KernelInfo, along_reduction: bool = False) -> list[int]:
+    """`vectorize{dim}`: -1 (scalar) or a parallel loop the body can run as lanes; with
+    `along_reduction` (the CPU) also the innermost reduction loop where its partials can be
+    combined (rules.reduction_vector_problem)."""
+    loops = [d for d in info.parallel_loops if info.extents[d] >= 2 and vectorizable_along(info, d)]
+    if along_reduction and info.reduction_loops:
+        r = info.reduction_loops[-1]
+        if info.extents[r] >= 2 and reduction_vector_problem(info, r) is None:
+            loops.append(r)
+    return [-1, *loops]
 
 
 @dataclass(frozen=True)
@@ -84,7 +94,8 @@ def register_tile_space(
         u = {k for k in REDUCTION_UNROLLS if k <= last}
         if last <= max(REDUCTION_UNROLLS):
             u.add(last)
-        u.add(default.unroll[reductions[-1]])
+        # the tuner's unroll counts vectors along a reduction vector loop
+        u.add(default.unroll[reductions[-1]] // (width if default.vector == reductions[-1] else 1))
         unrolls = sorted(u)
     else:
         unrolls = [1]

@@ -25,6 +25,7 @@ from compiler.runtime import aligned_copy, aligned_empty
 from dialects.sched import Schedule
 from passes.analysis.kernel_access import analyze_kernel
 from passes.schedule.attached import schedule_of
+from passes.schedule.rules import reduction_vector_problem
 
 BODY_MAC = """
   ^bb0(%in0: f32, %in1: f32, %acc0: f32):
@@ -106,8 +107,14 @@ def loops_ir(src: str, passes: list[str]) -> str:
 
 
 def run_kernel(
-    src: str, schedule_passes: list[str], args: list[np.ndarray], out_shape: tuple[int, ...]
+    src: str,
+    schedule_passes: list[str],
+    args: list[np.ndarray],
+    out_shape: tuple[int, ...],
+    init: np.ndarray | None = None,
 ) -> np.ndarray:
+    """Lower and run @kernel(*args, out); `init`: the output's contents before the call (for a
+    kernel that accumulates into it)."""
     ctx = make_context()
     module = Parser(ctx, src).parse_module()
     run_passes(
@@ -116,7 +123,7 @@ def run_kernel(
         [*schedule_passes, "convert-linalg-to-loops", *LEVELS["llvm-dialect"]],
         verify_each=True,
     )
-    out = aligned_empty(out_shape)
+    out = aligned_empty(out_shape) if init is None else aligned_copy(init)
     compile_module(module).function("kernel")(*[aligned_copy(a) for a in args], out)
     return out
 
@@ -139,6 +146,10 @@ def random_schedules(src: str, count: int, seed: int) -> list[list[str]]:
         tiles = [rng.choice([0, 0, 2, 3, 5, 8]) for _ in range(n)]
         width = rng.choice([4, 8, 16])
         vec_candidates = [d for d in info.parallel_loops if info.extents[d] > 1]
+        # the innermost reduction loop of the order, where its partials combine
+        innermost = [d for d in order if info.iterators[d] == "reduction"][-1:]
+        if innermost and reduction_vector_problem(info, innermost[0]) is None:
+            vec_candidates.append(innermost[0])
         vec = rng.choice([*vec_candidates, -1])
         unroll = []
         for d in range(n):

@@ -21,7 +21,7 @@ from passes.conversions.linalg_to_loops.loop_nest import LoopNestGenerator
 from passes.conversions.loop_codegen.fills import fill_to_generic, fills_to_generics
 from passes.conversions.loop_codegen.fusion import Fusion, fused_schedule, plan_fusion
 from passes.schedule.attached import schedule_of
-from passes.schedule.rules import check_pack, check_parallel
+from passes.schedule.rules import check_pack, check_parallel, check_vector_loop
 
 __all__ = ["ConvertLinalgToLoopsPass", "fill_to_generic", "lower_kernel"]
 """`fill_to_generic` lives in loop_codegen/fills.py (shared with the GPU lowering); it is
@@ -36,14 +36,13 @@ def _checked_schedule(op: linalg.GenericOp, info: KernelInfo) -> Schedule:
         sched.check(info.num_loops)
     except ValueError as e:
         raise DiagnosticException(f"convert-linalg-to-loops: bad schedule for kernel: {e}") from e
-    if sched.vector >= 0 and info.iterators[sched.vector] != "parallel":
-        raise DiagnosticException("convert-linalg-to-loops: only parallel loops can be vectorized")
     if sched.split != 1:
         raise DiagnosticException(
             f"convert-linalg-to-loops: split = {sched.split} is a GPU knob (threads sharing a "
             "reduction); on the CPU each output's reduction runs on one thread (split = 1)"
         )
     try:
+        check_vector_loop(sched, info)
         check_parallel(sched, info)
         check_pack(sched, info)
     except ValueError as e:

@@ -41,14 +41,17 @@ def test_a_body_that_compares_lane_values_gets_scalar_code() -> None:
     assert (s.vector, s.width) == (-1, 1)
 
 
-def test_a_row_reduction_over_its_contiguous_axis_is_not_vectorized_across_rows() -> None:
-    """A softmax/LayerNorm row's sum: vector lanes across rows would gather one element of each
-    row per step (GATHER_LANE_COST); scalar code with several rows in registers is cheaper."""
+def test_a_row_reduction_over_its_contiguous_axis_is_vectorized_along_the_row() -> None:
+    """A softmax/LayerNorm row's sum: lanes across rows would gather one element of each row per
+    step (GATHER_LANE_COST); along the row they are one contiguous load, with four vector
+    partials per row (REDUCTION_CHAINS) folded after the loop."""
     _, info = kernel(rows(128, 1024))
     s = default_schedule(info, 16)
-    assert (s.vector, s.width) == (-1, 1)
-    assert s.unroll[0] > 1  # rows summed side by side
+    assert (s.vector, s.width) == (1, 16)
+    assert s.unroll == (1, 4 * 16)
     assert legalize(s, info) == s
+    # a row shorter than four vectors keeps one partial per vector
+    assert default_schedule(kernel(rows(8, 40))[1], 16).unroll == (1, 2 * 16)
     # a reduction over the outer axis is contiguous along the rows: vectorized along them
     _, cols = kernel(
         rows(128, 1024)
@@ -56,6 +59,16 @@ def test_a_row_reduction_over_its_contiguous_axis_is_not_vectorized_across_rows(
         .replace("memref<128x1024xf32>", "memref<1024x128xf32>")
     )
     assert default_schedule(cols, 16).vector == 0
+    # a combine the lanes cannot reassociate stays scalar, across rows
+    _, sub = kernel(rows(128, 1024, "%s = arith.subf %a, %acc : f32"))
+    assert default_schedule(sub, 16).vector == -1
+
+
+def test_the_gpu_default_never_vectorizes_a_reduction() -> None:
+    """The GPU lowerings take parallel vector loops only: the CPU heuristic under them is asked
+    for one (along_reduction=False)."""
+    _, info = kernel(rows(128, 1024))
+    assert default_schedule(info, 16, along_reduction=False).vector == -1
 
 
 def test_a_row_reduction_default_computes_layernorm() -> None:

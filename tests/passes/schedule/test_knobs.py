@@ -13,7 +13,7 @@ from passes.schedule.knobs import (
     set_unroll,
     set_vector,
 )
-from tests.support.schedule_kernels import kernel, matmul
+from tests.support.schedule_kernels import conv, kernel, matmul, rows
 
 _, INFO = kernel(matmul())
 S = Schedule((0, 0, 0), (0, 1, 2), (8, 32, 1), 1, 16)
@@ -48,11 +48,21 @@ def test_moving_the_vector_loop_converts_both_register_tiles() -> None:
     assert (scalar.vector, scalar.width, scalar.unroll) == (-1, 1, S.unroll)
 
 
-def test_vectorize_rejects_missing_and_reduction_loops() -> None:
+def test_vectorize_rejects_missing_loops_and_reductions_it_cannot_reassociate() -> None:
     with pytest.raises(ValueError, match="option 'dim': loop 3 does not exist; allowed: -1..2"):
         set_vector(S, INFO, 3, 8)
-    with pytest.raises(ValueError, match="loop 2 cannot be vectorized"):
-        set_vector(S, INFO, 2, 8)
+    # the matmul's k loop combines with an add: lanes along it are partial sums
+    assert set_vector(S, INFO, 2, 8).vector == 2
+    _, sub = kernel(rows(8, 64, "%s = arith.subf %a, %acc : f32"))
+    scalar = Schedule((0, 0), (0, 1), (1, 1), -1, 1)
+    with pytest.raises(ValueError, match="reduction loop 1 cannot be vectorized: the body"):
+        set_vector(scalar, sub, 1, 8)
+    # lanes along a reduction loop with another inside it: only the innermost one of the order
+    _, cv = kernel(conv())
+    six = Schedule((0,) * 6, tuple(range(6)), (1,) * 6, -1, 1)
+    assert set_vector(six, cv, 5, 8).vector == 5
+    with pytest.raises(ValueError, match=r"not the innermost reduction loop of the order \(5 is\)"):
+        set_vector(six, cv, 4, 8)
 
 
 def test_pack_and_parallel_follow_the_rules() -> None:

@@ -16,6 +16,7 @@ from compiler.errors import CompileError
 from compiler.pass_runner import make_context, run_passes
 from compiler.pipelines import LEVELS
 from compiler.runtime import aligned_copy, aligned_empty
+from tests.support.schedule_kernels import rows
 from tests.support.scheduled_kernels import (
     bias_relu_src,
     conv_reference,
@@ -71,7 +72,6 @@ def test_row_reduction_any_schedule(schedule: list[str]) -> None:
     [
         (["tile{sizes=4,4}"], "tile: expected 3 tile sizes (one per loop), got 2"),
         (["interchange{order=0,0,1}"], "not a permutation"),
-        (["vectorize{dim=2}"], "loop 2 cannot be vectorized"),
         (
             ["vectorize{dim=1 width=16}", "unroll-jam{factors=1,8,1}"],
             "not a multiple of the vector width 16",
@@ -84,6 +84,45 @@ def test_bad_schedules_are_reported(passes: list[str], message: str) -> None:
     module = Parser(ctx, matmul_src(8, 8, 8)).parse_module()
     with pytest.raises(CompileError, match=message.replace("(", r"\(").replace(")", r"\)")):
         run_passes(ctx, module, passes)
+
+
+def test_a_reduction_whose_partials_cannot_combine_is_not_vectorized() -> None:
+    """out = x - out has no combiner: vector partials along the reduction would be wrong."""
+    src = rows(4, 32, "%s = arith.subf %a, %acc : f32")
+    ctx = make_context()
+    module = Parser(ctx, src).parse_module()
+    with pytest.raises(CompileError, match="reduction loop 1 cannot be vectorized: the body"):
+        run_passes(ctx, module, ["vectorize{dim=1}"])
+
+
+@pytest.mark.parametrize(
+    ("n", "m", "width", "unroll"),
+    [(5, 37, 16, 32), (3, 64, 16, 64), (4, 7, 8, 8), (2, 100, 4, 12)],
+)
+@pytest.mark.parametrize(
+    ("body", "reference"),
+    [
+        ("%s = arith.addf %acc, %a : f32", lambda x: x.sum(axis=1)),
+        ("%s = arith.maximumf %acc, %a : f32", lambda x: x.max(axis=1)),
+        ("%m = arith.mulf %a, %a : f32\n    %s = arith.addf %acc, %m : f32", None),
+    ],
+)
+def test_vector_partials_along_a_reduction(
+    n: int, m: int, width: int, unroll: int, body: str, reference: object
+) -> None:
+    """Vector lanes along the row: full blocks of `unroll / width` partials, then whole vectors
+    into the first partial, the last `m % width` steps scalar; extents that leave each kind."""
+    x = RNG.standard_normal((n, m)).astype(np.float32) - 3.0  # all-negative rows test max's -inf
+    want = reference(x) if callable(reference) else (x * x).sum(axis=1)
+    init = np.full(n, 0.5, np.float32)  # the initial value is folded in once
+    if "maximumf" in body:
+        want = np.maximum(want, init)
+    else:
+        want = want + init
+    passes = [f"vectorize{{dim=1 width={width}}}", f"unroll-jam{{factors=2,{unroll}}}"]
+    src = rows(n, m, body).replace("@rows", "@kernel")
+    got = run_kernel(src, passes, [x], (n,), init=init)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
 
 def test_select_on_scalar_condition_in_vector_code() -> None:
