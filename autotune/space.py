@@ -76,7 +76,7 @@ class SearchSpace(KnobSpace):
         self.default = default_schedule(info, self.width, self.cpu)
         self.threaded_default = parallel_schedule(self.default, info, self.threads)
         # each knob's candidates, as passes/schedule/space.py enumerates them
-        self.vectors = vector_space(info, along_reduction=True)
+        self.vectors = vector_space(info, reduction_width=self.width)
         regs = register_tile_space(info, self.width, self.default, self.max_accumulators)
         self.reg_scalar, self.reg_vector, self.unrolls = (
             regs.scalar,
@@ -379,8 +379,10 @@ class SearchSpace(KnobSpace):
         u = list(reg)
         if self.reductions:
             # along a reduction vector loop the unroll counts vectors (the partials per output)
+            # (at most the loop's vectors: what legalize would cut it to)
             r = self.reductions[-1]
-            u[r] = unroll * self.width if v == r else unroll
+            vectors = -(-self.extents[r] // self.width)
+            u[r] = min(unroll, vectors) * self.width if v == r else unroll
         p, pack = config.get("parallel", 0), config.get("pack", [])
         assert isinstance(p, int) and isinstance(pack, list)
         return Schedule(

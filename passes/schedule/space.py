@@ -48,14 +48,14 @@ def spread(values: list[int], limit: int) -> list[int]:
     return [values[i] for i in idx]
 
 
-def vector_space(info: KernelInfo, along_reduction: bool = False) -> list[int]:
-    """`vectorize{dim}`: -1 (scalar) or a parallel loop the body can run as lanes; with
-    `along_reduction` (the CPU) also the innermost reduction loop where its partials can be
-    combined (rules.reduction_vector_problem)."""
+def vector_space(info: KernelInfo, reduction_width: int = 0) -> list[int]:
+    """`vectorize{dim}`: -1 (scalar) or a parallel loop the body can run as lanes; with a
+    `reduction_width` (the CPU's) also the innermost reduction loop where it holds a whole
+    vector and its partials can be combined (rules.reduction_vector_problem)."""
     loops = [d for d in info.parallel_loops if info.extents[d] >= 2 and vectorizable_along(info, d)]
-    if along_reduction and info.reduction_loops:
+    if reduction_width and info.reduction_loops:
         r = info.reduction_loops[-1]
-        if info.extents[r] >= 2 and reduction_vector_problem(info, r) is None:
+        if info.extents[r] >= reduction_width and reduction_vector_problem(info, r) is None:
             loops.append(r)
     return [-1, *loops]
 

@@ -888,7 +888,8 @@ def test_a_remote_winner_is_rechecked_here(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, task: Task
 ) -> None:
     """Workers that call every config correct and fast: a config that is wrong here (its kernel
-    subtracts instead of adding, when measured on this machine) is not recorded as the best."""
+    multiplies instead of adding, when measured on this machine; still a reduction every config
+    can lower) is not recorded as the best."""
     import autotune.measure as measure_module
 
     info = anchor_info(task)
@@ -896,7 +897,7 @@ def test_a_remote_winner_is_rechecked_here(
     # claimed slower than anything runs here
     fast = task.flops / (cpu_peak_flops(1, host_target()["features"]) / 2)
     real = measure_module.measure
-    wrong_ir = task.kernel_ir.replace("arith.addf", "arith.subf")
+    wrong_ir = task.kernel_ir.replace("arith.addf", "arith.mulf")
     assert wrong_ir != task.kernel_ir
     calls: list[list[list[str]]] = []
 
