@@ -4,7 +4,9 @@ A tile of the parallel loops holds one accumulator per (position, vector chunk).
 accumulators are loaded (or computed by a fused prologue) once, carried through the reduction
 loops as scf.for iter_args, the body replicated per position at every reduction step (unrolled by
 the schedule's factor), and stored once, after the fused epilogues, so the inner loop of a
-matmul or convolution is loads, broadcasts and FMAs on registers.
+matmul or convolution is loads, broadcasts and FMAs on registers. When the vector loop is the
+innermost reduction loop (a softmax or LayerNorm row), each position instead carries vector
+partial results along it beside its scalar accumulator, folded into it after the loops.
 
 Shared: on the CPU the point loops step over register tiles; on the GPU each thread runs one
 (linalg_to_gpu/split.py extends it for a reduction several threads share).
