@@ -158,6 +158,11 @@ def default_schedule(
     has_reduction = bool(info.reduction_loops)
     choice = _choose_vector_loop(info, width, along_reduction)
     v = choice.dim if choice else -1
+    order = info.parallel_loops + info.reduction_loops
+    if v >= 0 and info.iterators[v] == "reduction":
+        # one output per register tile: its partials are the independent chains
+        unroll[v] = _reduction_chains(extents[v], width) * width
+        return Schedule(tuple(tile), tuple(order), tuple(unroll), v, width)
     nvec = (
         min(math.ceil(extents[v] / width), REDUCTION_VECTORS if has_reduction else 4)
         if v >= 0
@@ -165,11 +170,6 @@ def default_schedule(
     )
     if v >= 0:
         unroll[v] = nvec * width
-    if v >= 0 and info.iterators[v] == "reduction":
-        # one output per register tile: its partials are the independent chains
-        unroll[v] = _reduction_chains(extents[v], width) * width
-        order = info.parallel_loops + info.reduction_loops
-        return Schedule(tuple(tile), tuple(order), tuple(unroll), v, width)
     if has_reduction:
         budget = max(1, cpu.default_accumulators // nvec)
         slab = cpu.l2.size // (CACHE_SHARE * F32_BYTES)
@@ -187,7 +187,6 @@ def default_schedule(
         last = info.reduction_loops[-1]
         if extents[last] <= MAX_REDUCTION_UNROLL and v >= 0:
             unroll[last] = extents[last]
-    order = info.parallel_loops + info.reduction_loops
     s = Schedule(tuple(tile), tuple(order), tuple(unroll), v, width if v >= 0 else 1)
     return _pack_crowded_panels(s, info, cpu) if has_reduction and v >= 0 else s
 

@@ -17,7 +17,6 @@ from passes.schedule.rules import (
     check_pack,
     check_parallel,
     check_vector_loop,
-    reduction_vector_problem,
     vectorizable_along,
 )
 from passes.schedule.target import host_vector_width
@@ -71,11 +70,8 @@ def set_vector(s: Schedule, info: KernelInfo, dim: int, width: int) -> Schedule:
             f"option 'dim': loop {dim} does not exist; allowed: -1..{info.num_loops - 1} "
             f"(-1: scalar code; the kernel has {info.num_loops} loops)"
         )
-    if info.iterators[dim] == "reduction":
-        problem = reduction_vector_problem(info, dim)
-        if problem is not None:
-            raise ValueError(f"reduction loop {dim} cannot be vectorized: {problem}")
-    elif not vectorizable_along(info, dim):
+    # a reduction loop is judged with the new order and unroll: check_vector_loop below
+    if info.iterators[dim] == "parallel" and not vectorizable_along(info, dim):
         raise ValueError(f"loop {dim} cannot be vectorized (an index or a gather in the body)")
     width = width or host_vector_width()
     unroll = list(s.unroll)

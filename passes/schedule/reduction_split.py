@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from xdsl.dialects import arith, vector
 from xdsl.dialects.builtin import AnyFloat, IntegerType
 from xdsl.dialects.linalg import ops as linalg
-from xdsl.ir import Attribute, Block, Operation
+from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from dialects.sched import Schedule
 from passes.analysis.kernel_access import KernelInfo
@@ -53,9 +53,18 @@ class Combiner:
     """How partial results of one output combine: `op(a, b)`, starting from `identity`."""
 
     op: Operation
-    """The body's combining op (clone it with new operands to combine two partials)."""
+    """The body's combining op."""
     identity: int | float
     type: Attribute
+
+    def combine(self, a: SSAValue, b: SSAValue) -> Operation:
+        """The op combining two partials (scalars, or vectors lane by lane), not yet inserted."""
+        return self.op.__class__.create(
+            operands=[a, b],
+            result_types=[a.type],
+            properties=dict(self.op.properties),
+            attributes=dict(self.op.attributes),
+        )
 
 
 def combiner(block: Block) -> Combiner | None:

@@ -120,7 +120,7 @@ def check_vector_loop(s: Schedule, info: KernelInfo) -> None:
         if innermost != v:
             problem = f"it is not the innermost reduction loop of the order ({innermost} is)"
     if problem is not None:
-        raise ValueError(f"reduction loop {v} cannot be the vector loop: {problem}")
+        raise ValueError(f"reduction loop {v} cannot be vectorized: {problem}")
 
 
 # -- register tile ----------------------------------------------------------------------------

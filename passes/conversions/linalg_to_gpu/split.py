@@ -117,9 +117,7 @@ class SplitRegisterTile(RegisterTile):
             self.io.store(acc, stages.store_index, pos, width)
 
     def _combine(self, a: SSAValue, b: SSAValue) -> SSAValue:
-        op = self.combiner.op.clone()
-        op.operands = (a, b)
-        return self.emitter.insert(op).results[0]
+        return self.emitter.insert(self.combiner.combine(a, b)).results[0]
 
     def _if_lane_below(self, bound: int, then: Callable[[], None]) -> None:
         """`then` built inside `scf.if lane < bound` (barriers stay outside: every thread of the

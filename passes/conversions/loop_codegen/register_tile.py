@@ -156,7 +156,7 @@ class RegisterTile:
         for i, scalar in enumerate(scalars):
             lanes = partials[i * chains]
             for j in range(1, chains):
-                lanes = self._combine_partials(c, lanes, partials[i * chains + j])
+                lanes = self.emitter.insert(c.combine(lanes, partials[i * chains + j])).results[0]
             # xDSL 0.74's ReductionOp.__init__ types its result as the vector: create() instead
             red = vector.ReductionOp.create(
                 operands=[lanes, scalar],
@@ -165,15 +165,6 @@ class RegisterTile:
             )
             out.append(self.emitter.insert(red).results[0])
         return out
-
-    def _combine_partials(self, c: Combiner, a: SSAValue, b: SSAValue) -> SSAValue:
-        op = c.op.__class__.create(
-            operands=[a, b],
-            result_types=[a.type],
-            properties=dict(c.op.properties),
-            attributes=dict(c.op.attributes),
-        )
-        return self.emitter.insert(op).results[0]
 
     def _vector_level(
         self,
