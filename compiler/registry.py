@@ -69,6 +69,7 @@ PASSES: dict[str, str] = {
     "blocked-layout": "passes.transforms.blocked_layout:BlockedLayoutPass",
     "winograd": "passes.transforms.winograd:WinogradPass",
     "fuse-ops": "passes.transforms.fuse_ops:FuseOpsPass",
+    "fuse-elementwise": "passes.transforms.fuse_elementwise:FuseElementwisePass",
     # same-level transforms
     "bufferize": "passes.transforms.bufferize:BufferizePass",
     "outline-kernels": "passes.transforms.outline_kernels:OutlineKernelsPass",
