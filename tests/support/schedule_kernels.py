@@ -37,6 +37,53 @@ func.func @matmul(%a: memref<{m}x{k}xf32>, %b: memref<{k}x{n}xf32>, %c: memref<{
 """
 
 
+def panel_matmul(panels: int = 96, m: int = 128, k: int = 768, p: int = 32) -> str:
+    """C[q, i, j] += A[i, k] * B[q, k, j]: the product of pack-weights, A's rows against each
+    contiguous panel of P columns of B."""
+    return f"""
+func.func @panel_matmul(%a: memref<{m}x{k}xf32>, %b: memref<{panels}x{k}x{p}xf32>,
+                        %c: memref<{panels}x{m}x{p}xf32>) {{
+  linalg.generic {{indexing_maps = [affine_map<(q, i, j, k) -> (i, k)>,
+                                   affine_map<(q, i, j, k) -> (q, k, j)>,
+                                   affine_map<(q, i, j, k) -> (q, i, j)>],
+                  iterator_types = ["parallel", "parallel", "parallel", "reduction"]}}
+      ins(%a, %b : memref<{m}x{k}xf32>, memref<{panels}x{k}x{p}xf32>)
+      outs(%c : memref<{panels}x{m}x{p}xf32>) {{
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %r = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %r : f32
+    linalg.yield %s : f32
+  }}
+  func.return
+}}
+"""
+
+
+def blocked_conv(icb: int = 16, ocb: int = 32, hw: int = 4, k: int = 3, b: int = 16) -> str:
+    """A stride-1 convolution in NCHW[b]c, as blocked-layout writes it: out[o, y, x, c] +=
+    in[i, y + ky, x + kx, l] * w[o, i, ky, kx, l, c] (padded input, b-channel blocks)."""
+    h = hw + k - 1
+    return f"""
+func.func @blocked_conv(%in: memref<{icb}x{h}x{h}x{b}xf32>, %w: memref<{ocb}x{icb}x{k}x{k}x{b}x{b}xf32>,
+                        %out: memref<{ocb}x{hw}x{hw}x{b}xf32>) {{
+  linalg.generic {{indexing_maps = [
+        affine_map<(o, y, x, c, i, ky, kx, l) -> (i, y + ky, x + kx, l)>,
+        affine_map<(o, y, x, c, i, ky, kx, l) -> (o, i, ky, kx, l, c)>,
+        affine_map<(o, y, x, c, i, ky, kx, l) -> (o, y, x, c)>],
+      iterator_types = ["parallel", "parallel", "parallel", "parallel",
+                        "reduction", "reduction", "reduction", "reduction"]}}
+      ins(%in, %w : memref<{icb}x{h}x{h}x{b}xf32>, memref<{ocb}x{icb}x{k}x{k}x{b}x{b}xf32>)
+      outs(%out : memref<{ocb}x{hw}x{hw}x{b}xf32>) {{
+  ^bb0(%a: f32, %q: f32, %acc: f32):
+    %r = arith.mulf %a, %q : f32
+    %s = arith.addf %acc, %r : f32
+    linalg.yield %s : f32
+  }}
+  func.return
+}}
+"""
+
+
 def rows(n: int, m: int, body: str = "%s = arith.addf %acc, %a : f32") -> str:
     """y[i] combines x[i, :] with `body` (result %s): a softmax or layer-norm row's reduction,
     the kernel a reduction split is for."""

@@ -23,7 +23,16 @@ from passes.schedule.rules import (
     panel_shape,
 )
 from passes.schedule.target import host_vector_width
-from tests.support.schedule_kernels import ADD, RELU, conv, kernel, matmul, rows
+from tests.support.schedule_kernels import (
+    ADD,
+    RELU,
+    blocked_conv,
+    conv,
+    kernel,
+    matmul,
+    panel_matmul,
+    rows,
+)
 
 
 def test_matmul_vectorizes_the_contiguous_output_loop_with_reductions_innermost() -> None:
@@ -127,6 +136,24 @@ def test_the_schedule_follows_the_cpus_caches_and_registers() -> None:
     # half the register file in accumulators: 16 on AVX-512, 8 on AVX2
     s = default_schedule(info, cpu=avx2)
     assert (s.width, s.unroll[0] * s.unroll[1] // s.width) == (8, 8)
+
+
+def test_the_reduction_is_tiled_only_for_what_the_next_register_tile_reads_again() -> None:
+    """A 2-D matmul steps along B's columns and reads A's strip again (tiled above); a product
+    over B's panels steps along A's rows, so a reduction tile would keep nothing in the L1 and
+    send each tile of the result through memory once per reduction tile: untiled. A 3x3
+    convolution's next output column reads most of this one's input window: still tiled."""
+    zen4 = cpu_target("znver4")
+    _, panels = kernel(panel_matmul())
+    s = default_schedule(panels, cpu=zen4)
+    assert s.tile == (0, 0, 0, 0)
+    assert (s.vector, s.unroll[1], s.unroll[2]) == (2, 8, 32)  # 8 rows x 2 vectors
+    assert legalize(s, panels) == s
+    # ResNet-18's 3x3 convs at 112 x 112 in NCHW16c: the register tile steps along the output
+    # columns, the input block loop (4) is tiled for the window the next tile reads again
+    _, window = kernel(blocked_conv())
+    s = default_schedule(window, cpu=zen4)
+    assert s.unroll[2] == 1 and s.tile[4] == 4
 
 
 def test_a_tile_whose_rows_crowd_the_l2_is_packed_within_the_panel_bound() -> None:
