@@ -23,7 +23,7 @@ LEVELS: dict[str, tuple[str, ...]] = {
         "winograd",
         "fuse-ops",
     ),
-    "tensor": ("convert-graph-to-linalg", "fuse-elementwise"),
+    "tensor": ("convert-graph-to-linalg", "fold-transposes", "fuse-elementwise"),
     # one planned arena; each fused group outlined as a kernel function (a tuning task)
     "buffers": ("bufferize", "outline-kernels"),
     # schedules (tuned ones are applied before this level; default-schedule fills the rest)

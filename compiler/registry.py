@@ -69,6 +69,7 @@ PASSES: dict[str, str] = {
     "blocked-layout": "passes.transforms.blocked_layout:BlockedLayoutPass",
     "winograd": "passes.transforms.winograd:WinogradPass",
     "fuse-ops": "passes.transforms.fuse_ops:FuseOpsPass",
+    "fold-transposes": "passes.transforms.fold_transposes:FoldTransposesPass",
     "fuse-elementwise": "passes.transforms.fuse_elementwise:FuseElementwisePass",
     # same-level transforms
     "bufferize": "passes.transforms.bufferize:BufferizePass",

@@ -18,7 +18,7 @@
 // LIST:          canonicalize
 // LIST:        Named pipelines:
 // LIST:          cleanup = canonicalize,cse,dce
-// LIST:          cpu-default = simplify,fold-batchnorm,fold-constants,transpose-weights,pad-weights,pack-weights,simplify,blocked-layout,winograd,fuse-ops,convert-graph-to-linalg,fuse-elementwise,bufferize,
+// LIST:          cpu-default = simplify,fold-batchnorm,fold-constants,transpose-weights,pad-weights,pack-weights,simplify,blocked-layout,winograd,fuse-ops,convert-graph-to-linalg,fold-transposes,fuse-elementwise,bufferize,
 
 // OPTS:        ziggurat-opt: error: named pipeline 'cleanup' takes no options
 

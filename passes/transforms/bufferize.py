@@ -160,6 +160,19 @@ def _retyped_views(
     return out
 
 
+def _returned(value: SSAValue) -> bool:
+    """Whether `value` is a result of the function, itself or through reshapes."""
+    work = [value]
+    while work:
+        for use in work.pop().uses:
+            user = use.operation
+            if isinstance(user, func.ReturnOp):
+                return True
+            if isinstance(user, tensor.CollapseShapeOp | tensor.ExpandShapeOp):
+                work.append(user.results[0])
+    return False
+
+
 def _top_level(op: Operation, positions: dict[Operation, int]) -> Operation | None:
     cur: Operation | None = op
     while cur is not None and cur not in positions:
@@ -426,6 +439,8 @@ class _Bufferizer:
           type, identity layout), so position p of the input is position p of the output;
         * the input's buffer is a planned intermediate (an arena view), never a function
           argument, a global constant or an out-param, and no output of this op already took it;
+        * the output is not a result of the function: a fresh buffer then becomes the out-param
+          (`elide_copies`), where an input's buffer would be copied there afterwards;
         * no tensor living in that buffer (the input, its views and aliases) is used after op
           `i`, and at op `i` they are only read as inputs;
         * every other input reading that buffer is the same memref with the identity map (so
@@ -438,6 +453,8 @@ class _Bufferizer:
         n_in = len(op.inputs)
         maps = [m.data for m in op.indexing_maps]
         if not isinstance(init.owner, tensor.EmptyOp) or op.body.block.args[n_in + k].uses:
+            return None
+        if _returned(op.res[k]):
             return None
         if any(it.data.value != "parallel" for it in op.iterator_types):
             return None

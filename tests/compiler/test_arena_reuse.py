@@ -18,15 +18,20 @@ ROWS, COLS = 4096, 2560  # 42 MB of float32
 
 
 def _model() -> onnx.ModelProto:
-    """y = transpose(relu(x)): without graph optimization relu's result is an arena buffer."""
+    """y = transpose(relu(x)), s = row sums of relu(x): relu's result has two readers, so it is
+    neither folded into the transpose nor fused, and lives in the arena."""
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [ROWS, COLS])
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [COLS, ROWS])
+    s = helper.make_tensor_value_info("s", TensorProto.FLOAT, [ROWS])
+    axes = helper.make_tensor("axes", TensorProto.INT64, [1], [1])
     nodes = [
         helper.make_node("Relu", ["x"], ["r"]),
         helper.make_node("Transpose", ["r"], ["y"], perm=[1, 0]),
+        helper.make_node("ReduceSum", ["r", "axes"], ["s"], keepdims=0),
     ]
     m = helper.make_model(
-        helper.make_graph(nodes, "arena", [x], [y]), opset_imports=[helper.make_opsetid("", 17)]
+        helper.make_graph(nodes, "arena", [x], [y, s], initializer=[axes]),
+        opset_imports=[helper.make_opsetid("", 17)],
     )
     m.ir_version = 9
     return m
