@@ -20,6 +20,7 @@ from xdsl.passes import ModulePass
 
 from compiler import zoo
 from compiler.backends.llvm_cpu.cycle_counter import cycles_per_second
+from compiler.backends.llvm_cpu.fma_peak import fma_peak_flops
 from compiler.errors import CompileError
 from compiler.frontend.onnx import load_model
 from compiler.model import CompiledModel, compile_model
@@ -53,6 +54,7 @@ class ModelProfile:
     total_s: float  # @main per run, kernels and all between them
     runs: int
     threads: int
+    peak_flops: float | None = None  # one thread's measured FMA peak (fma_peak.py); None: unknown
 
     @property
     def kernels_s(self) -> float:
@@ -71,15 +73,25 @@ class ModelProfile:
         total = self.total_s or 1.0
         rows = sorted(enumerate(self.rows), key=lambda ir: -ir[1].seconds)
         shown = rows if top is None else rows[:top]
+        ceiling = self.peak_flops * max(1, self.threads) if self.peak_flops else None
         lines = [
             f"profile: {len(self.rows)} kernel calls, {self.runs} runs, {self.threads} thread(s); "
             f"@main {self.total_s * 1e3:.3f} ms per run, kernels {self.kernels_s * 1e3:.3f} ms",
-            f"{'call':>5}  {'kernel':<12} {'what':<36} {'ms':>8} {'share':>6} {'GFLOP/s':>8}",
         ]
+        if ceiling:
+            lines.append(
+                f"FMA peak {ceiling / 1e9:.1f} GFLOP/s (measured on this host, {self.threads} "
+                "thread(s)); 'peak': a kernel's share of it"
+            )
+        lines.append(
+            f"{'call':>5}  {'kernel':<12} {'what':<36} {'ms':>8} {'share':>6} {'GFLOP/s':>8}"
+            + (f" {'peak':>5}" if ceiling else "")
+        )
         for i, r in shown:
             lines.append(
                 f"{i:>5}  {r.kernel:<12} {r.what:<36} {r.seconds * 1e3:>8.3f} "
                 f"{100 * r.seconds / total:>5.1f}% {r.gflops:>8.1f}"
+                + (f" {100 * r.gflops * 1e9 / ceiling:>4.0f}%" if ceiling else "")
             )
         if len(shown) < len(rows):
             rest = sum(r.seconds for _, r in rows[len(shown) :])
@@ -88,8 +100,16 @@ class ModelProfile:
                 f"{100 * rest / total:>5.1f}%"
             )
         lines.append("by kind:")
+        flops: dict[str, int] = defaultdict(int)
+        for r in self.rows:
+            flops[r.kind] += r.flops
         for kind, (n, s) in self.by_kind().items():
-            lines.append(f"  {kind:<12} {n:>4} calls {s * 1e3:>9.3f} ms {100 * s / total:>5.1f}%")
+            rate = flops[kind] / s if s > 0 else 0.0
+            lines.append(
+                f"  {kind:<12} {n:>4} calls {s * 1e3:>9.3f} ms {100 * s / total:>5.1f}% "
+                f"{rate / 1e9:>8.1f} GFLOP/s"
+                + (f" {100 * rate / ceiling:>4.0f}% of peak" if ceiling else "")
+            )
         between = self.total_s - self.kernels_s
         lines.append(
             f"  {'(between)':<12} {'':>10} {between * 1e3:>9.3f} ms {100 * between / total:>5.1f}%"
@@ -141,7 +161,7 @@ def profile_compiled(
         KernelTime(kernel, what, flops, float(s))
         for (kernel, what, flops), s in zip(slots, per_run[:-1], strict=True)
     ]
-    return ModelProfile(rows, float(per_run[-1]), runs, compiled.threads)
+    return ModelProfile(rows, float(per_run[-1]), runs, compiled.threads, fma_peak_flops())
 
 
 def profile_model(

@@ -8,13 +8,23 @@ import numpy as np
 import pytest
 from xdsl.dialects import func
 
+from autotune.measure.peak import CLOCK_HZ
 from compiler import zoo
+from compiler.backends.llvm_cpu import jit
 from compiler.backends.llvm_cpu.cycle_counter import cycles_per_second, read_cycles
+from compiler.backends.llvm_cpu.fma_peak import CHAINS, _kernel_ir, fma_peak_flops
 from compiler.errors import CompileError
 from compiler.model import compile_model, import_model, lower
 from compiler.pass_runner import make_context
-from compiler.profile import cycle_counters, profile_compiled, profile_model
+from compiler.profile import (
+    KernelTime,
+    ModelProfile,
+    cycle_counters,
+    profile_compiled,
+    profile_model,
+)
 from passes.analysis.main_function import main_function
+from passes.schedule.cpu_target import host_cpu
 
 
 @pytest.fixture(scope="module")
@@ -94,7 +104,8 @@ def test_table_names_the_slowest_and_each_kind(cnn) -> None:
     lines = text.splitlines()
     assert lines[0].startswith(f"profile: {len(profile.rows)} kernel calls")
     slowest = max(profile.rows, key=lambda r: r.seconds)
-    assert slowest.what in lines[2]
+    header = next(i for i, line in enumerate(lines) if line.lstrip().startswith("call"))
+    assert slowest.what in lines[header + 1]
     assert f"({len(profile.rows) - 2} more)" in text
     assert "by kind:" in text and "  conv " in text and "(between)" in text
 
@@ -103,3 +114,31 @@ def test_a_model_compiled_without_the_pass_is_refused(cnn) -> None:
     compiled = compile_model(cnn)
     with pytest.raises(CompileError, match="not compiled with profile-kernels"):
         profile_compiled(compiled, zoo.random_inputs(cnn))
+
+
+def test_the_fma_peak_is_measured_and_below_what_the_core_could_issue() -> None:
+    """A loop LLVM deleted or a miscounted FLOP formula shows as a peak above the core's lanes x
+    FMA pipes x 2 at a clock no core reaches; a busy machine only lowers it."""
+    host = host_cpu()
+    peak = fma_peak_flops()
+    assert 0 < peak < host.width * host.fma_units * 2 * CLOCK_HZ
+    asm = jit.target_machine().emit_assembly(jit.parse(_kernel_ir(host.width)))
+    assert asm.count("vfmadd") >= CHAINS  # the chains survive as FMA instructions
+
+
+def test_table_puts_each_kernel_beside_the_peak() -> None:
+    rows = [
+        KernelTime("kernel_0", "matmul 4x4x4 k8", 200_000_000, 0.002),  # 100 GFLOP/s
+        KernelTime("kernel_1", "elementwise 64", 10_000_000, 0.001),  # 10 GFLOP/s
+    ]
+    profile = ModelProfile(rows, 0.004, runs=3, threads=2, peak_flops=100e9)
+    lines = profile.table().splitlines()
+    assert lines[1].startswith("FMA peak 200.0 GFLOP/s")  # two threads
+    assert lines[2].split()[-1] == "peak"
+    assert lines[3].split()[-2:] == ["100.0", "50%"]
+    assert lines[4].split()[-2:] == ["10.0", "5%"]
+    kinds = {line.split()[0]: line for line in lines[lines.index("by kind:") + 1 :]}
+    assert kinds["matmul"].endswith("100.0 GFLOP/s   50% of peak")
+    assert kinds["elementwise"].endswith("10.0 GFLOP/s    5% of peak")
+    unknown = ModelProfile(rows, 0.004, runs=3, threads=1).table()
+    assert "peak" not in unknown

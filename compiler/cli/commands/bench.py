@@ -128,6 +128,7 @@ def _profile(args: argparse.Namespace, layout: str) -> dict[str, Any]:
     return {
         "total_ms": round(profile.total_s * 1e3, 4),
         "runs": profile.runs,
+        "fma_peak_gflops": round(profile.peak_flops / 1e9, 2) if profile.peak_flops else None,
         "kernels": [
             {"kernel": r.kernel, "what": r.what, "ms": round(r.seconds * 1e3, 4), "flops": r.flops}
             for r in profile.rows

@@ -974,7 +974,9 @@ def test_bench_profile(capsys: pytest.CaptureFixture[str], cnn: Path) -> None:
     assert "more)" in out  # only the two slowest are listed
     rc, out, err = call(capsys, "bench", str(cnn), "--seconds", "0.05", "--profile", "--json")
     assert rc == 0, err
-    kernels = json.loads(out)["profile"]["kernels"]
+    profile = json.loads(out)["profile"]
+    assert profile["fma_peak_gflops"] > 0
+    kernels = profile["kernels"]
     # the computing kernels in call order (around them: the input's and the pooled result's
     # layout transforms, the padded input's border)
     assert [k["what"].split()[0] for k in kernels if k["what"].split()[0] not in MOVES] == [
