@@ -36,6 +36,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from compiler.backends.llvm_cpu import jit
+from compiler.backends.llvm_cpu.shared_constants import shared_constant
 from compiler.runtime import aligned_copy
 from dialects.dense import dense_to_numpy, element_type_name
 from dialects.llvm_extras import TRANSLATIONS
@@ -155,7 +156,10 @@ def _convert_global(
             gvar.linkage = "external"
             gvar.global_constant = op.constant is not None
             gvar.align = 64
-            bound[symbol] = aligned_copy(data, align=64)
+            # a constant is shared with every other program of the process holding the same
+            # bytes (the other sizes of a symbolic model); code may write a variable
+            constant = op.constant is not None
+            bound[symbol] = shared_constant(data) if constant else aligned_copy(data, align=64)
             gvar.type = ir.PointerType()  # opaque, as for allocas (see _convert_op)
             return gvar
     raw_data: bytes | None = None
