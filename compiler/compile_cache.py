@@ -13,11 +13,16 @@ checkout must not hit entries of the code before the edit).
 
 The entries live in `<cache dir>/packages` (compiler/cache_dir.py: `$ZIGGURAT_CACHE_DIR`, else
 `$XDG_CACHE_HOME/ziggurat`, else `~/.cache/ziggurat`), a 0700 directory that must be ours: one
-that is not is not used (a warning, then an uncached compile). A hit goes through load_package's
+that is not is not used (a warning, then an uncached compile). An entry keeps its weights in
+`packages/weights`, one file per distinct content named by its SHA-256, so the sizes of a
+symbolic model (one entry each) store GPT-2's 500 MB once, not once per size, and processes
+loading them map the same file; `export_entry` (`ziggurat compile -o`) writes an entry as a
+self-contained package. A hit goes through load_package's
 checks (owner, mode, hashes, host CPU); an entry that fails them is deleted and the model
 recompiled, with a warning. Entries are written to a temporary file, fsync-ed and renamed, so
 processes compiling the same model at once each leave a whole entry. The least recently used
-entries (a hit touches its file) are evicted beyond `$ZIGGURAT_CACHE_MAX_MB` (default 2048).
+entries (a hit touches its file) are evicted beyond `$ZIGGURAT_CACHE_MAX_MB` (default 2048),
+weights with them once no entry lists them.
 `ZIGGURAT_NO_CACHE=1` or `cache=False` turn the cache off; the targets whose backend is not
 `cached` (the GPUs': the key holds this CPU's target, not a device's) bypass it.
 """
@@ -32,6 +37,7 @@ import mmap
 import os
 import time
 import warnings
+import zipfile
 from collections.abc import Mapping, Sequence
 from importlib import metadata
 from pathlib import Path
@@ -46,13 +52,15 @@ from compiler.cache_dir import CacheDirError, cache_dir, private_directory
 from compiler.errors import ZigguratError
 from compiler.frontend.onnx import load_model
 from compiler.package import FORMAT_VERSION, SUFFIX, LoadedModel, PackageError, load_package
-from compiler.package.format import ziggurat_version
+from compiler.package.format import MANIFEST, ziggurat_version
 from compiler.package.llvm_cpu import target as cpu_target
+from compiler.package.writer import save_package, self_contained_copy
 
 NO_CACHE_ENV = "ZIGGURAT_NO_CACHE"
 MAX_MB_ENV = "ZIGGURAT_CACHE_MAX_MB"
 DEFAULT_MAX_MB = 2048.0
 SUBDIR = "packages"
+WEIGHTS = "weights"
 _STALE_TEMP_S = 3600
 """A save_package temporary file this old was left by a process that died mid-write."""
 _SOURCE_PACKAGES = ("compiler", "passes", "dialects", "autotune")
@@ -88,6 +96,17 @@ def packages_dir() -> Path:
     """`<cache dir>/packages`, created private; CacheDirError if it (or the cache dir) is not."""
     private_directory(cache_dir(), "the cache directory")
     return private_directory(cache_dir() / SUBDIR, "the compile cache")
+
+
+def shared_parts_dir(directory: Path) -> Path:
+    """`<directory>/weights`: the entries' weights, one file per distinct content
+    (`<sha256>.npy`), so the sizes of a symbolic model store theirs once; created private."""
+    return private_directory(directory / WEIGHTS, "the compile cache's weights")
+
+
+def export_entry(entry: str | os.PathLike[str], out: str | os.PathLike[str]) -> None:
+    """Write a cache entry as a self-contained package at `out` (its weights put back in)."""
+    self_contained_copy(entry, out, shared_parts_dir(Path(entry).parent))
 
 
 def _file_sha256(path: str) -> str:
@@ -192,7 +211,7 @@ def _lookup(entry: Path, threads: int, options: dict[str, Any]) -> LoadedModel |
     if not os.path.lexists(entry):
         return None
     try:
-        loaded = load_package(entry, threads=threads)
+        loaded = load_package(entry, threads=threads, shared_parts=shared_parts_dir(entry.parent))
         recorded = loaded.manifest.get("compile_options")
         if recorded != options:
             loaded.close()
@@ -209,9 +228,22 @@ def _lookup(entry: Path, threads: int, options: dict[str, Any]) -> LoadedModel |
     return loaded
 
 
+def _shared_digests(entry: Path) -> set[str]:
+    """The SHA-256s of the shared parts an entry's manifest lists (none if it cannot be read)."""
+    try:
+        with zipfile.ZipFile(entry) as zf:
+            manifest = json.loads(zf.read(MANIFEST))
+        listed, names = manifest["parts"], manifest.get("shared_parts", [])
+        return {str(listed[n]) for n in names}
+    except (OSError, KeyError, TypeError, ValueError, zipfile.BadZipFile):
+        return set()
+
+
 def evict(directory: Path, limit: int) -> None:
-    """Delete the least recently used entries until the rest fit in `limit` bytes (and the
-    temporary files of writers that died long ago)."""
+    """Delete the weights in the store of shared parts that no entry lists (unless just written
+    and the cache fits: their entry may be on its way), then the least recently used entries
+    until the rest, with the weights they list, fit in `limit` bytes; and the temporary files
+    of writers that died long ago."""
     entries = []
     now = time.time()
     for name in os.listdir(directory):
@@ -225,13 +257,43 @@ def evict(directory: Path, limit: int) -> None:
         elif name.endswith(".tmp") and now - st.st_mtime > _STALE_TEMP_S:
             with contextlib.suppress(OSError):
                 os.unlink(path)
-    total = sum(size for _, size, _ in entries)
+    store = directory / WEIGHTS
+    parts: dict[str, tuple[float, int]] = {}  # digest -> (mtime, size)
+    with contextlib.suppress(OSError):
+        for name in os.listdir(store):
+            with contextlib.suppress(OSError):
+                st = os.lstat(store / name)
+                if name.endswith(".npy"):
+                    parts[name[: -len(".npy")]] = (st.st_mtime, st.st_size)
+                elif name.endswith(".tmp") and now - st.st_mtime > _STALE_TEMP_S:
+                    os.unlink(store / name)
+    uses = {path: _shared_digests(path) for _, _, path in entries}
+    users: dict[str, int] = {}
+    for digests in uses.values():
+        for d in digests:
+            users[d] = users.get(d, 0) + 1
+    total = sum(size for _, size, _ in entries) + sum(size for _, size in parts.values())
+
+    def drop_part(digest: str) -> None:
+        nonlocal total
+        mtime, size = parts.pop(digest)
+        if now - mtime > _STALE_TEMP_S or total > limit:
+            with contextlib.suppress(OSError):
+                os.unlink(store / f"{digest}.npy")
+                total -= size
+
+    for d in [d for d in parts if d not in users]:  # no entry lists them
+        drop_part(d)
     for _, size, path in sorted(entries):
         if total <= limit:
             break
         with contextlib.suppress(OSError):
             os.unlink(path)
-        total -= size
+            total -= size
+            for d in uses[path]:
+                users[d] -= 1
+                if users[d] == 0 and d in parts:
+                    drop_part(d)
 
 
 def cached_compile(
@@ -280,7 +342,9 @@ def cached_compile(
         return hit
     compiled = compile_now()
     try:
-        compiled.save(entry)
+        save_package(compiled, entry, shared_parts=shared_parts_dir(directory))
+    except CacheDirError as e:
+        warnings.warn(f"could not add the model to the compile cache: {e}", stacklevel=2)
     except PackageError as e:
         warnings.warn(f"could not add the model to the compile cache: {e}", stacklevel=2)
     with contextlib.suppress(OSError):

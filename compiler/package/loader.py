@@ -56,19 +56,23 @@ def _check_entry(path: str, program: Any, inputs: list, outputs: list) -> None:
 
 
 def load_package(
-    path: str | os.PathLike[str], threads: int | None = None, target: str | None = None
+    path: str | os.PathLike[str],
+    threads: int | None = None,
+    target: str | None = None,
+    shared_parts: str | os.PathLike[str] | None = None,
 ) -> LoadedModel:
     """Load a package saved by `CompiledModel.save` (or `ziggurat compile -o X.zpkg`) for this
     host. `threads`: the parallel loops' thread count (default: the one it was saved with).
     `target`: refuse a package compiled for another one ("cpu", "opencl", "cuda").
 
     PackageError, naming the file and the problem, for a package that is not safe or not fit to
-    run here (see compiler/package/__init__.py)."""
+    run here (see compiler/package/__init__.py). `shared_parts`: the store a compile cache's
+    entry keeps its weights in (read_package)."""
     from compiler.backends.registry import PACKAGE_BACKENDS  # not at import: it loads us
 
     if threads is not None and threads < 1:
         raise InputError(f"threads must be at least 1 (got {threads})")
-    contents = read_package(path)
+    contents = read_package(path, shared_parts)
     shown, manifest = contents.path, contents.manifest
     name = manifest.get("backend")
     if name not in PACKAGE_BACKENDS:

@@ -18,6 +18,7 @@ import io
 import json
 import mmap
 import os
+import re
 import stat
 import struct
 import zipfile
@@ -39,7 +40,8 @@ from compiler.package.format import (
 from compiler.runtime import aligned_empty
 
 _ZIP_ERRORS = (zipfile.BadZipFile, zlib.error, EOFError, ValueError, NotImplementedError)
-_LOCAL_HEADER = struct.Struct("<4s22xHH")  # signature ... file name length, extra field length
+_LOCAL_HEADER = struct.Struct("<4s22xHH")
+_HEX64 = re.compile(r"[0-9a-f]{64}")  # signature ... file name length, extra field length
 
 
 @dataclass
@@ -187,8 +189,39 @@ def _member(data: memoryview, zf: zipfile.ZipFile, info: zipfile.ZipInfo) -> mem
     return data[start : start + info.file_size]
 
 
-def read_package(path: str | os.PathLike[str]) -> PackageContents:
-    """The checked contents of a package file; PackageError naming the file and the problem."""
+def _shared_names(shown: str, manifest: dict[str, Any], listed: dict[str, str]) -> set[str]:
+    """The parts the manifest says lie in a store of shared parts (each listed, with a SHA-256
+    that names a file there)."""
+    names = manifest.get("shared_parts", [])
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise PackageError(shown, f"{MANIFEST}: `shared_parts` is not a list of part names")
+    for name in names:
+        if name not in listed or not _HEX64.fullmatch(listed[name]):
+            raise PackageError(shown, f"{MANIFEST}: shared part {name!r} has no SHA-256 listed")
+    return set(names)
+
+
+def _shared_part(
+    shown: str, name: str, digest: str, directory: str | os.PathLike[str]
+) -> memoryview:
+    """A shared part's bytes, from `<directory>/<digest>.npy` (read_trusted_file's checks)."""
+    where = os.path.join(directory, f"{digest}.npy")
+    if not os.path.lexists(where):
+        raise PackageError(shown, f"part {name!r} is missing from the shared parts in {directory}")
+    blob = read_trusted_file(where).data.cast("B")
+    if sha256(blob) != digest:
+        raise PackageError(
+            shown, f"shared part {name!r} ({where}) does not match its SHA-256 (corrupt or altered)"
+        )
+    return blob
+
+
+def read_package(
+    path: str | os.PathLike[str], shared_parts: str | os.PathLike[str] | None = None
+) -> PackageContents:
+    """The checked contents of a package file; PackageError naming the file and the problem.
+    `shared_parts`: where the parts its manifest lists under `shared_parts` lie (the compile
+    cache's store; compiler/package/writer.py save_package)."""
     shown = os.fspath(path)
     data = read_trusted_file(path).data.cast("B")
     try:
@@ -209,13 +242,23 @@ def read_package(path: str | os.PathLike[str]) -> PackageContents:
             listed = manifest.get("parts")
             if not isinstance(listed, dict) or not all(isinstance(v, str) for v in listed.values()):
                 raise PackageError(shown, f"{MANIFEST} has no `parts` table of SHA-256 hashes")
+            shared = _shared_names(shown, manifest, listed)
+            parts = {}
             for name in listed:
                 problem = member_problem(name)
                 if problem:
                     raise PackageError(shown, f"{MANIFEST}: {problem}")
-                if name not in names:
+                if name in names:
+                    continue
+                if name not in shared:
                     raise PackageError(shown, f"part {name!r} is missing")
-            parts = {}
+                if shared_parts is None:
+                    raise PackageError(
+                        shown,
+                        f"keeps part {name!r} in a compile cache's store of shared parts: not a "
+                        "self-contained package (`ziggurat compile -o` writes one)",
+                    )
+                parts[name] = _shared_part(shown, name, listed[name], shared_parts)
             for info in zf.infolist():
                 name = info.filename
                 if name == MANIFEST:
@@ -232,4 +275,5 @@ def read_package(path: str | os.PathLike[str]) -> PackageContents:
                 parts[name] = blob
         except (*_ZIP_ERRORS, struct.error) as e:
             raise PackageError(shown, f"is not a valid package: corrupt zip ({e})") from e
+    parts = {name: parts[name] for name in listed}  # the manifest's order, as it was written
     return PackageContents(shown, manifest, parts)

@@ -8,11 +8,13 @@ loader). Members carry a fixed date, so the archive depends only on what it hold
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import struct
 import tempfile
 import zipfile
+from collections.abc import Mapping
 from typing import Any, Protocol
 
 from compiler.package.errors import PackageError
@@ -83,9 +85,22 @@ def _member(name: str, blob: bytes, zf: zipfile.ZipFile, at: int) -> None:
     zf.writestr(info, blob)
 
 
-def save_package(model: SavableModel, path: str | os.PathLike[str]) -> None:
+SHARED_PREFIX = "weights/"
+"""Parts a store of shared parts may hold outside the package (`save_package(shared_parts=)`)."""
+
+
+def save_package(
+    model: SavableModel,
+    path: str | os.PathLike[str],
+    shared_parts: str | os.PathLike[str] | None = None,
+) -> None:
     """Write `model` as a package at `path`, through its backend's `pack`
-    (compiler/backends/registry.py); PackageError if it cannot."""
+    (compiler/backends/registry.py); PackageError if it cannot.
+
+    `shared_parts`: a directory (the compile cache's) where the weights go instead, one file per
+    distinct content (`<sha256>.npy`), so that packages with the same weights (the sizes of a
+    symbolic model) store them once; the manifest lists them under `shared_parts`, and such a
+    package loads only with that directory (`load_package(shared_parts=)`)."""
     from compiler.backends.registry import BACKENDS  # not at import: the registry loads us
 
     shown = os.fspath(path)
@@ -100,6 +115,17 @@ def save_package(model: SavableModel, path: str | os.PathLike[str]) -> None:
     manifest = manifest_for(
         model, backend.package_backend, section, parts, backend.package_target(artifact)
     )
+    if shared_parts is not None:
+        outside = sorted(n for n in parts if n.startswith(SHARED_PREFIX))
+        for name in outside:
+            store_shared_part(shown, shared_parts, manifest["parts"][name], parts[name])
+        manifest["shared_parts"] = outside
+        parts = {n: b for n, b in parts.items() if n not in outside}
+    write_package(shown, manifest, parts)
+
+
+def write_package(shown: str, manifest: dict[str, Any], parts: Mapping[str, Any]) -> None:
+    """The package file: the manifest and `parts` (bytes-like), written atomically."""
     directory = os.path.dirname(os.path.abspath(shown))
     try:
         fd, tmp = tempfile.mkstemp(dir=directory, prefix=".zpkg-", suffix=".tmp")
@@ -120,3 +146,45 @@ def save_package(model: SavableModel, path: str | os.PathLike[str]) -> None:
     finally:
         with contextlib.suppress(OSError):  # gone after the rename; else half a package
             os.unlink(tmp)
+
+
+def store_shared_part(
+    shown: str, directory: str | os.PathLike[str], digest: str, blob: bytes
+) -> None:
+    """`<directory>/<digest>.npy` holding `blob` (whose SHA-256 is `digest`): kept (and marked
+    as just used) if there with those bytes, else written atomically, mode 0644 (over a
+    damaged copy too: every later entry would refer to it)."""
+    path = os.path.join(directory, f"{digest}.npy")
+    try:
+        if os.path.isfile(path) and os.path.getsize(path) == len(blob):
+            with open(path, "rb") as f:
+                if hashlib.file_digest(f, "sha256").hexdigest() == digest:
+                    os.utime(path)
+                    return
+        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".part-", suffix=".tmp")
+    except OSError as e:
+        raise PackageError(shown, f"cannot store a shared part: {e.strerror or e}") from None
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(blob)
+            os.fchmod(f.fileno(), 0o644)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except OSError as e:
+        raise PackageError(shown, f"cannot store a shared part: {e.strerror or e}") from None
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+
+
+def self_contained_copy(
+    path: str | os.PathLike[str], out: str | os.PathLike[str], shared_parts: str | os.PathLike[str]
+) -> None:
+    """Write the package at `path`, whose weights may lie in `shared_parts`, as a package at
+    `out` that holds them all (checked on the way: read_package's checks)."""
+    from compiler.package.reader import read_package
+
+    contents = read_package(path, shared_parts=shared_parts)
+    manifest = {k: v for k, v in contents.manifest.items() if k != "shared_parts"}
+    write_package(os.fspath(out), manifest, contents.parts)

@@ -46,6 +46,15 @@ def entries(cache: Path) -> list[Path]:
     return sorted(d.glob("*.zpkg")) if d.is_dir() else []
 
 
+def store(cache: Path) -> Path:
+    """Where the entries keep their weights, one file per distinct content."""
+    return cache / "packages" / "weights"
+
+
+def weights(cache: Path) -> list[Path]:
+    return sorted(store(cache).glob("*.npy")) if store(cache).is_dir() else []
+
+
 def model_files(tmp_path: Path, mlp: onnx.ModelProto) -> tuple[Path, Path]:
     """The model as an .onnx file and random inputs for it as an .npz file, for the CLI."""
     path, inputs = tmp_path / "mlp.onnx", tmp_path / "in.npz"
@@ -163,15 +172,15 @@ def test_a_tampered_entry_is_discarded_and_recompiled(
 ) -> None:
     compile_cache.cached_compile(mlp)
     (entry,) = entries(cache)
-    data = bytearray(entry.read_bytes())
-    at = data.index(b"\x93NUMPY") + 200  # inside a stored weight: its SHA-256 no longer matches
-    data[at] ^= 0xFF
-    entry.write_bytes(bytes(data))
+    weight = max(weights(cache), key=lambda p: p.stat().st_size)
+    data = bytearray(weight.read_bytes())
+    data[200] ^= 0xFF  # inside the weight: its SHA-256 no longer matches
+    weight.write_bytes(bytes(data))
     calls = count_compiles(monkeypatch)
     with pytest.warns(UserWarning, match="discarding a bad compile-cache entry.*SHA-256"):
         again = compile_cache.cached_compile(mlp)
     assert calls == [1] and isinstance(again, CompiledModel)
-    load_package(entry)  # the recompiled entry is whole again
+    load_package(entry, shared_parts=store(cache))  # whole again, the weight rewritten too
     feeds = zoo.random_inputs(mlp)
     assert_outputs_match(again.run(feeds), onnxruntime_run(mlp, feeds), tol=1e-4)
 
@@ -184,7 +193,7 @@ def test_garbage_at_an_entry_is_discarded(
     entry.write_bytes(b"not a zip")
     with pytest.warns(UserWarning, match="discarding a bad compile-cache entry"):
         assert isinstance(compile_cache.cached_compile(mlp), CompiledModel)
-    assert isinstance(load_package(entry), LoadedModel)
+    assert isinstance(load_package(entry, shared_parts=store(cache)), LoadedModel)
 
 
 def test_eviction_drops_the_least_recently_used(tmp_path: Path) -> None:
@@ -209,10 +218,14 @@ def test_a_hit_marks_its_entry_used_and_the_cache_stays_under_its_limit(
     compile_cache.cached_compile(mlp)
     assert entry.stat().st_mtime > 1000
     size = entry.stat().st_size
-    monkeypatch.setenv("ZIGGURAT_CACHE_MAX_MB", str(1.5 * size / 2**20))  # room for one
+    shared = sum(p.stat().st_size for p in weights(cache))
+    limit = 1.5 * size + shared  # room for one entry and the weights both would keep
+    monkeypatch.setenv("ZIGGURAT_CACHE_MAX_MB", str(limit / 2**20))
     compile_cache.cached_compile(mlp, threads=2)
     (kept,) = entries(cache)
-    assert kept != entry and sum(p.stat().st_size for p in entries(cache)) <= 1.5 * size
+    assert kept != entry
+    assert sum(p.stat().st_size for p in [*entries(cache), *weights(cache)]) <= limit
+    assert isinstance(compile_cache.cached_compile(mlp, threads=2), LoadedModel)
 
 
 def test_the_switches_bypass_the_cache(
@@ -257,7 +270,7 @@ def test_cli_compile_to_a_package_fills_the_cache_then_copies_the_entry(
     no_compiling(monkeypatch)
     assert main(["compile", str(path), "-o", str(second), "-v"]) == 0
     assert "(from the compile cache)" in capsys.readouterr().err
-    assert second.read_bytes() == entry.read_bytes()
+    assert second.read_bytes() == first.read_bytes()  # the entry, its weights put back in
     assert os.stat(second).st_mode & 0o777 == 0o644
     feeds = zoo.random_inputs(mlp)
     a, b = load_package(first).run(feeds), load_package(second).run(feeds)
@@ -341,8 +354,9 @@ def test_concurrent_runs_of_one_model_leave_one_whole_entry(
         assert p.returncode == 0, err
         assert "warning" not in err and "Traceback" not in err
     (entry,) = entries(cache)
-    assert os.listdir(cache / "packages") == [entry.name]  # no temporary file left
-    assert isinstance(load_package(entry), LoadedModel)
+    assert sorted(os.listdir(cache / "packages")) == [entry.name, "weights"]
+    assert all(p.suffix == ".npy" for p in store(cache).iterdir())  # no temporary file left
+    assert isinstance(load_package(entry, shared_parts=store(cache)), LoadedModel)
     ref = onnxruntime_run(mlp, feeds)
     for i in range(4):
         out = np.load(tmp_path / f"{i}.npz")
@@ -361,4 +375,59 @@ def test_an_entry_compiled_with_other_options_is_discarded(
     with pytest.warns(UserWarning, match="records compile options"):
         compile_cache.cached_compile(mlp, layout="NCHW")
     assert calls == [1]
-    assert load_package(other).manifest["compile_options"]["layout"] == "NCHW"
+    loaded = load_package(other, shared_parts=store(cache))
+    assert loaded.manifest["compile_options"]["layout"] == "NCHW"
+
+
+def _symbolic_matmul() -> onnx.ModelProto:
+    """y = x @ w with x [batch, 64] and w [64, 48] (bound, not inlined into the code)."""
+    from onnx import TensorProto, helper
+
+    w = np.random.default_rng(3).standard_normal((64, 48)).astype(np.float32)
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w"], ["y"])],
+        "sizes",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 64])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 48])],
+        [numpy_helper.from_array(w, "w")],
+    )
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 9
+    return m
+
+
+def test_the_sizes_of_a_model_store_their_weights_once(
+    cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    model = _symbolic_matmul()
+    w = numpy_helper.to_array(model.graph.initializer[0])
+    for batch in (1, 5, 9):
+        compile_cache.cached_compile(model, {"x": [batch, 64]})
+    assert len(entries(cache)) == 3
+    (stored,) = weights(cache)  # w, once for all three
+    assert stored.stat().st_size > w.nbytes
+    assert all(p.stat().st_size < w.nbytes for p in entries(cache))  # code and manifest only
+    no_compiling(monkeypatch)
+    for batch in (1, 5, 9):
+        hit = compile_cache.cached_compile(model, {"x": [batch, 64]})
+        assert isinstance(hit, LoadedModel)
+        x = np.random.default_rng(batch).standard_normal((batch, 64)).astype(np.float32)
+        np.testing.assert_allclose(hit.run({"x": x})["y"], x @ w, rtol=1e-5, atol=1e-5)
+
+
+def test_eviction_keeps_the_weights_a_remaining_entry_lists(cache: Path) -> None:
+    model = _symbolic_matmul()
+    for batch in (1, 5):
+        compile_cache.cached_compile(model, {"x": [batch, 64]})
+    packages = cache / "packages"
+    old, new = entries(cache)
+    os.utime(old, (1000, 1000))
+    orphan = store(cache) / f"{'0' * 64}.npy"  # listed by no entry, written long ago
+    orphan.write_bytes(bytes(100))
+    os.utime(orphan, (1000, 1000))
+    (stored,) = (p for p in weights(cache) if p != orphan)
+    limit = new.stat().st_size + stored.stat().st_size  # one entry and its weights
+    compile_cache.evict(packages, limit)
+    assert entries(cache) == [new] and weights(cache) == [stored]
+    compile_cache.evict(packages, 0)
+    assert entries(cache) == [] and weights(cache) == []

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import shutil
 import sys
 import time
 from typing import Any
@@ -30,7 +28,6 @@ from compiler.cli.common import (
     check_threads,
     model_arg,
     progress_on_terminal,
-    write_file,
     write_stdout,
     write_text,
 )
@@ -168,7 +165,7 @@ def _package_from_cache(
     args: argparse.Namespace, model: Any, shapes: dict[str, list[int]], optimize: bool
 ) -> bool:
     """`compile -o X.zpkg` through the compile cache (compiler/compile_cache.py): a hit is
-    copied to X.zpkg (the entry is a package already), a miss compiles and fills the cache.
+    written to X.zpkg as a self-contained package, a miss compiles and fills the cache.
     False when the cache is off: the caller compiles."""
     from compiler import compile_cache
 
@@ -187,10 +184,8 @@ def _package_from_cache(
     path = getattr(compiled, "path", None)
     if path is None:  # compiled now (a miss, or a cache that could not be used)
         compiled.save(args.output)  # type: ignore[union-attr]
-    else:
-        with open(path, "rb") as entry:
-            write_file(args.output, lambda f: shutil.copyfileobj(entry, f))
-        os.chmod(args.output, 0o644)
+    else:  # the entry, its weights put back in from the cache's store
+        compile_cache.export_entry(path, args.output)
     if args.verbose:
         hit = " (from the compile cache)" if path is not None else ""
         print(f"package written to {args.output}{hit}", file=sys.stderr)

@@ -208,3 +208,62 @@ def test_a_file_owned_by_another_user(mlp_package: Path, tmp_path: Path) -> None
         "is owned by uid 65534, not by you or root, who could change it; loading runs its "
         "native code"
     )
+
+
+def _with_shared_weights(mlp, tmp_path: Path) -> tuple[Path, Path]:
+    """zoo:mlp saved with its weights in a store of shared parts: (the package, the store)."""
+    from compiler.package.writer import save_package
+
+    store = tmp_path / "store"
+    store.mkdir(mode=0o700)
+    path = tmp_path / "thin.zpkg"
+    save_package(mlp[1], path, shared_parts=store)
+    return path, store
+
+
+def test_shared_parts_load_from_their_store_only(mlp, tmp_path: Path) -> None:
+    path, store = _with_shared_weights(mlp, tmp_path)
+    contents = read_package(path, shared_parts=store)
+    names = contents.manifest["shared_parts"]
+    assert names and all(n.startswith("weights/") for n in names)
+    assert sorted(p.name for p in store.iterdir()) == sorted(
+        f"{contents.manifest['parts'][n]}.npy" for n in names
+    )
+    with zipfile.ZipFile(path) as zf:
+        assert not set(names) & set(zf.namelist())  # not in the package itself
+    full = read_package(mlp[2])
+    assert {n: bytes(b) for n, b in contents.parts.items()} == {
+        n: bytes(b) for n, b in full.parts.items()
+    }
+    assert refusal(path) == (
+        f"keeps part {names[0]!r} in a compile cache's store of shared parts: not a "
+        "self-contained package (`ziggurat compile -o` writes one)"
+    )
+
+
+def test_an_altered_shared_part_is_refused(mlp, tmp_path: Path) -> None:
+    path, store = _with_shared_weights(mlp, tmp_path)
+    victim = max(store.iterdir(), key=lambda p: p.stat().st_size)
+    data = bytearray(victim.read_bytes())
+    data[-1] ^= 0xFF
+    victim.write_bytes(bytes(data))
+    with pytest.raises(PackageError, match="does not match its SHA-256 .corrupt or altered."):
+        read_package(path, shared_parts=store)
+    victim.unlink()
+    with pytest.raises(PackageError, match="is missing from the shared parts in"):
+        read_package(path, shared_parts=store)
+
+
+def test_a_shared_part_must_be_named_by_its_hash(mlp, tmp_path: Path) -> None:
+    """A manifest cannot point a shared part at a path of its choosing."""
+    path, store = _with_shared_weights(mlp, tmp_path)
+    contents = read_package(path, shared_parts=store)
+    name = contents.manifest["shared_parts"][0]
+    bad = rewrite(
+        path,
+        tmp_path / "bad.zpkg",
+        rehash=False,
+        edit_manifest=lambda m: m["parts"].update({name: "../../etc/passwd"}),
+    )
+    with pytest.raises(PackageError, match=f"shared part {name!r} has no SHA-256 listed"):
+        read_package(bad, shared_parts=store)
