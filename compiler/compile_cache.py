@@ -204,14 +204,14 @@ def cache_key(
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
 
 
-def _lookup(entry: Path, threads: int, options: dict[str, Any]) -> LoadedModel | None:
+def _lookup(entry: Path, store: Path, threads: int, options: dict[str, Any]) -> LoadedModel | None:
     """The entry loaded (and marked as just used), or None: missing, or failed load_package's
     checks or was compiled with other `options` than its key says (in which case it is deleted
     with a warning)."""
     if not os.path.lexists(entry):
         return None
     try:
-        loaded = load_package(entry, threads=threads, shared_parts=shared_parts_dir(entry.parent))
+        loaded = load_package(entry, threads=threads, shared_parts=store)
         recorded = loaded.manifest.get("compile_options")
         if recorded != options:
             loaded.close()
@@ -324,6 +324,7 @@ def cached_compile(
     limit = max_bytes()
     try:
         directory = packages_dir()
+        store = shared_parts_dir(directory)
     except CacheDirError as e:
         warnings.warn(f"not using the compile cache: {e}", stacklevel=2)
         return compile_now()
@@ -337,14 +338,12 @@ def cached_compile(
         "optimize": optimize,
         "schedules": [str(s) for s in schedules],
     }
-    hit = _lookup(entry, threads, options)
+    hit = _lookup(entry, store, threads, options)
     if hit is not None:
         return hit
     compiled = compile_now()
     try:
-        save_package(compiled, entry, shared_parts=shared_parts_dir(directory))
-    except CacheDirError as e:
-        warnings.warn(f"could not add the model to the compile cache: {e}", stacklevel=2)
+        save_package(compiled, entry, shared_parts=store)
     except PackageError as e:
         warnings.warn(f"could not add the model to the compile cache: {e}", stacklevel=2)
     with contextlib.suppress(OSError):

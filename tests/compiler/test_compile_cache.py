@@ -305,6 +305,12 @@ def test_a_shared_cache_directory_is_not_used(
     ):
         assert isinstance(compile_cache.cached_compile(mlp), CompiledModel)
     assert entries(cache) == []
+    (cache / "packages").chmod(0o700)
+    store(cache).mkdir(mode=0o700)
+    store(cache).chmod(0o777)  # where the weights would go
+    with pytest.warns(UserWarning, match="not using the compile cache.*weights.*writable by group"):
+        assert isinstance(compile_cache.cached_compile(mlp), CompiledModel)
+    assert entries(cache) == [] and weights(cache) == []
 
 
 def test_a_cache_directory_of_another_user_is_not_used(
