@@ -37,7 +37,10 @@ cache when the package loads; for "opencl" and "cuda": `source`, the kernel sour
 weights with shapes and dtypes, arena bytes, launches with kernel, grid, block and arguments as
 [kind, key, byte offset]) and `weights`, each weight's part; for "cuda" also `ptx`, `arch` and
 `ptxas`: "checked" when ptxas assembled the PTX for that arch at save time, "no ptxas" where it
-was not installed) and `parts`: the SHA-256 of every other member. A CUDA package is written
+was not installed) and `parts`: the SHA-256 of every other member. A compile cache's entry
+(compiler/compile_cache.py) also lists `shared_parts`: the weights it keeps outside, in the
+cache's store as `<sha256>.npy`; it loads only with `load_package(shared_parts=store)`, and
+`writer.self_contained_copy` makes a package of it. A CUDA package is written
 without a GPU (nvcc makes the PTX); running one needs pycuda and a device of `arch` or newer.
 
 Loading runs the package's native code, so it is refused (PackageError, naming the file and the

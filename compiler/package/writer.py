@@ -26,6 +26,7 @@ from compiler.package.format import (
     spec_to_json,
     ziggurat_version,
 )
+from compiler.package.reader import read_package
 from compiler.tensor_spec import TensorSpec
 
 _DATE = (1980, 1, 1, 0, 0, 0)
@@ -183,8 +184,6 @@ def self_contained_copy(
 ) -> None:
     """Write the package at `path`, whose weights may lie in `shared_parts`, as a package at
     `out` that holds them all (checked on the way: read_package's checks)."""
-    from compiler.package.reader import read_package
-
     contents = read_package(path, shared_parts=shared_parts)
     manifest = {k: v for k, v in contents.manifest.items() if k != "shared_parts"}
     write_package(os.fspath(out), manifest, contents.parts)
