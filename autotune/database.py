@@ -315,7 +315,10 @@ class Database:
             data = b"".join(chunks)
             busy = _signature(os.fstat(fd)) != before
             if not busy and _incomplete_tail(data):
-                busy = _write_locked(fd)
+                # A writer preempted mid-append for the whole read, which then finished and
+                # unlocked before the probe, leaves the probe unlocked and our read torn: the
+                # file has grown since, so look again after the probe.
+                busy = _write_locked(fd) or _signature(os.fstat(fd)) != before
             return data, busy
         except OSError as e:
             raise DatabaseError(
