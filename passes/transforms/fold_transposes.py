@@ -30,20 +30,20 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.ir.affine import AffineMap
 from xdsl.passes import ModulePass
 
-from passes.transforms.fuse_elementwise import _all_parallel, _is_permutation, _maps
+from passes.analysis.generic_maps import all_parallel, indexing_maps, is_permutation
 
 
 def _transpose_maps(t: GenericOp) -> tuple[AffineMap, AffineMap] | None:
     """T's input and output maps, when T is a transpose: one input, one output, all parallel,
     its body only yields the input, both maps permutations."""
-    if len(t.inputs) != 1 or len(t.outputs) != 1 or len(t.res) != 1 or not _all_parallel(t):
+    if len(t.inputs) != 1 or len(t.outputs) != 1 or len(t.res) != 1 or not all_parallel(t):
         return None
     block = t.body.block
     ops = list(block.ops)
     if len(ops) != 1 or not isinstance(ops[0], YieldOp) or ops[0].operands[0] is not block.args[0]:
         return None
-    i, o = _maps(t)
-    return (i, o) if _is_permutation(i) and _is_permutation(o) else None
+    i, o = indexing_maps(t)
+    return (i, o) if is_permutation(i) and is_permutation(o) else None
 
 
 def _order_free_init(p: GenericOp) -> tuple[Operation, ...] | None:
@@ -72,7 +72,7 @@ def fold_transpose(t: GenericOp) -> GenericOp | None:
         return None
     if len(p.outputs) != 1 or len(p.res) != 1 or not p.res[0].has_one_use():
         return None
-    f = _maps(p)[-1]
+    f = indexing_maps(p)[-1]
     init_ops = _order_free_init(p)
     if init_ops is None or not f.is_projected_permutation():
         return None
@@ -96,7 +96,7 @@ def fold_transpose(t: GenericOp) -> GenericOp | None:
         list(p.inputs),
         [init],
         p.body.clone(),
-        [*(AffineMapAttr(m) for m in _maps(p)[:-1]), AffineMapAttr(new_map)],
+        [*(AffineMapAttr(m) for m in indexing_maps(p)[:-1]), AffineMapAttr(new_map)],
         p.iterator_types,
         [result_type],
     )

@@ -26,26 +26,14 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects import func, tensor
 from xdsl.dialects.builtin import AffineMapAttr, ModuleOp
-from xdsl.dialects.linalg.attrs import IteratorType
 from xdsl.dialects.linalg.ops import GenericOp, IndexOp, YieldOp
 from xdsl.ir import Attribute, Block, Region, SSAValue
 from xdsl.ir.affine import AffineMap
 from xdsl.passes import ModulePass
 
 from dialects.attributes import GROUP_ATTR
+from passes.analysis.generic_maps import all_parallel, indexing_maps, is_permutation
 from passes.schedule.rules import body_vectorizes
-
-
-def _all_parallel(op: GenericOp) -> bool:
-    return all(it.data == IteratorType.PARALLEL for it in op.iterator_types)
-
-
-def _is_permutation(m: AffineMap) -> bool:
-    return len(m.results) == m.num_dims and m.is_projected_permutation()
-
-
-def _maps(op: GenericOp) -> list[AffineMap]:
-    return [m.data for m in op.indexing_maps]
 
 
 def _lanes_ok(block: Block) -> bool:
@@ -54,9 +42,9 @@ def _lanes_ok(block: Block) -> bool:
 
 
 def _producer_fusable(p: GenericOp) -> bool:
-    if len(p.outputs) != 1 or len(p.res) != 1 or not _all_parallel(p):
+    if len(p.outputs) != 1 or len(p.res) != 1 or not all_parallel(p):
         return False
-    if not _is_permutation(_maps(p)[-1]):
+    if not is_permutation(indexing_maps(p)[-1]):
         return False
     block = p.body.block
     out_arg = block.args[len(p.inputs)]
@@ -66,7 +54,7 @@ def _producer_fusable(p: GenericOp) -> bool:
 def _fused_operand_map(p: GenericOp, c: GenericOp) -> AffineMap | None:
     """The one map through which C reads P's result, if every use is such an input of C."""
     result = p.res[0]
-    maps = _maps(c)
+    maps = indexing_maps(c)
     found: set[AffineMap] = set()
     for use in result.uses:
         if use.operation is not c or use.index >= len(c.inputs):
@@ -75,7 +63,7 @@ def _fused_operand_map(p: GenericOp, c: GenericOp) -> AffineMap | None:
     if len(found) != 1:
         return None
     (m,) = found
-    return m if _is_permutation(m) else None
+    return m if is_permutation(m) else None
 
 
 def fuse_pair(p: GenericOp, c: GenericOp) -> GenericOp | None:
@@ -85,12 +73,12 @@ def fuse_pair(p: GenericOp, c: GenericOp) -> GenericOp | None:
         or GROUP_ATTR not in c.attributes
     ):
         return None
-    if not _producer_fusable(p) or not _all_parallel(c) or len(c.outputs) != 1:
+    if not _producer_fusable(p) or not all_parallel(c) or len(c.outputs) != 1:
         return None
     consumer_map = _fused_operand_map(p, c)
     if consumer_map is None:
         return None
-    p_maps, c_maps = _maps(p), _maps(c)
+    p_maps, c_maps = indexing_maps(p), indexing_maps(c)
     inverse = p_maps[-1].inverse_permutation()
     assert inverse is not None  # a permutation
     to_p_loops = inverse.compose(consumer_map)  # C's loops -> P's loops

@@ -23,6 +23,7 @@ from compiler.cli.main import main
 from compiler.model import CompiledModel
 from compiler.package import LoadedModel, load_package
 from tests.support.references import assert_outputs_match, onnxruntime_run
+from tests.support.symbolic_matmul import symbolic_matmul, weight
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -385,28 +386,11 @@ def test_an_entry_compiled_with_other_options_is_discarded(
     assert loaded.manifest["compile_options"]["layout"] == "NCHW"
 
 
-def _symbolic_matmul() -> onnx.ModelProto:
-    """y = x @ w with x [batch, 64] and w [64, 48] (bound, not inlined into the code)."""
-    from onnx import TensorProto, helper
-
-    w = np.random.default_rng(3).standard_normal((64, 48)).astype(np.float32)
-    graph = helper.make_graph(
-        [helper.make_node("MatMul", ["x", "w"], ["y"])],
-        "sizes",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 64])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 48])],
-        [numpy_helper.from_array(w, "w")],
-    )
-    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    m.ir_version = 9
-    return m
-
-
 def test_the_sizes_of_a_model_store_their_weights_once(
     cache: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    model = _symbolic_matmul()
-    w = numpy_helper.to_array(model.graph.initializer[0])
+    model = symbolic_matmul(3)
+    w = weight(model)
     for batch in (1, 5, 9):
         compile_cache.cached_compile(model, {"x": [batch, 64]})
     assert len(entries(cache)) == 3
@@ -422,7 +406,7 @@ def test_the_sizes_of_a_model_store_their_weights_once(
 
 
 def test_eviction_keeps_the_weights_a_remaining_entry_lists(cache: Path) -> None:
-    model = _symbolic_matmul()
+    model = symbolic_matmul(3)
     for batch in (1, 5):
         compile_cache.cached_compile(model, {"x": [batch, 64]})
     packages = cache / "packages"

@@ -24,21 +24,22 @@ _lock = threading.RLock()  # reentrant: a weak reference's callback may run insi
 _table: dict[tuple[str, int, str], weakref.ref[np.ndarray]] = {}
 
 
-def _key(data: np.ndarray) -> tuple[str, int, str]:
-    flat = np.ascontiguousarray(data).reshape(-1)
-    return data.dtype.str, flat.size, hashlib.sha256(flat.view(np.uint8).data).hexdigest()
+def _key(flat: np.ndarray) -> tuple[str, int, str]:
+    """The table's key of a contiguous 1-D array."""
+    return flat.dtype.str, flat.size, hashlib.sha256(flat.view(np.uint8).data).hexdigest()
 
 
 def shared_constant(data: np.ndarray) -> np.ndarray:
     """A read-only, 64-byte-aligned flat array equal to `data`: the one a live program of this
     process is already bound to, else a new aligned copy that later calls will share."""
-    key = _key(data)
+    flat = np.ascontiguousarray(data).reshape(-1)
+    key = _key(flat)
     with _lock:
         ref = _table.get(key)
         held = ref() if ref is not None else None
         if held is not None:
             return held
-        copy = aligned_copy(np.ascontiguousarray(data).reshape(-1), align=64)
+        copy = aligned_copy(flat, align=64)
         copy.setflags(write=False)
         _table[key] = weakref.ref(copy, _forgetter(key))
         return copy

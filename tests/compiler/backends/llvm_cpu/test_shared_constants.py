@@ -7,11 +7,10 @@ from __future__ import annotations
 import gc
 
 import numpy as np
-import onnx
-from onnx import TensorProto, helper, numpy_helper
 
 from compiler.backends.llvm_cpu.shared_constants import live_constants, shared_constant
 from compiler.symbolic_model import compile_symbolic
+from tests.support.symbolic_matmul import symbolic_matmul, weight
 
 
 def test_equal_bytes_give_one_read_only_array() -> None:
@@ -43,24 +42,9 @@ def test_an_array_lives_while_a_holder_does() -> None:
     np.testing.assert_array_equal(fresh, a)
 
 
-def _matmul_model() -> onnx.ModelProto:
-    """y = x @ w, x [batch, 64], w [64, 48] (12 KB: bound, not inlined into the code)."""
-    w = np.random.default_rng(1).standard_normal((64, 48)).astype(np.float32)
-    graph = helper.make_graph(
-        [helper.make_node("MatMul", ["x", "w"], ["y"])],
-        "shared",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 64])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 48])],
-        [numpy_helper.from_array(w, "w")],
-    )
-    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    m.ir_version = 9
-    return m
-
-
 def test_the_sizes_of_a_symbolic_model_share_its_weights() -> None:
-    proto = _matmul_model()
-    w = numpy_helper.to_array(proto.graph.initializer[0])
+    proto = symbolic_matmul(1)
+    w = weight(proto)
     model = compile_symbolic(proto, cache=False)
     rng = np.random.default_rng(2)
     programs = []
