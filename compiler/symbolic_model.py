@@ -10,8 +10,10 @@ symbolic shapes, as torch.compile's recompile-per-shape and TensorRT's per-profi
 the symbols are read from the model's inputs (ONNX `dim_param`s; an unnamed unknown dim is
 called `INPUT.AXIS`), every call binds them from the arrays it is given (a symbol shared by
 two inputs must agree; static dims must match; a size outside the bounds is one InputError
-naming the symbol, the input and the axis), and the specialization for that binding is taken
-from memory, else from the compile cache (compiler/compile_cache.py: a size seen by any earlier
+naming the symbol, the input and the axis; the model's own bounds, a table of learned
+positions read at `Range(past, past + seq)`, come from compiler/frontend/symbolic_shapes.py
+and are checked too, naming the table and the node), and the specialization for that binding
+is taken from memory, else from the compile cache (compiler/compile_cache.py: a size seen by any earlier
 process is a load), else compiled once. Kernels whose extents are run-time values, so that one
 compile serves every size, are not built (README, "Shapes").
 """
@@ -32,7 +34,8 @@ import onnx
 from compiler.compile_cache import cached_compile
 from compiler.errors import InputError, ZigguratError
 from compiler.frontend.onnx import load_model
-from compiler.frontend.onnx_signature import graph_signature
+from compiler.frontend.onnx_signature import graph_signature, graph_skeleton
+from compiler.frontend.symbolic_shapes import SymbolicShapes, analyze
 
 Dim = int | str
 """A dimension of an input: its size, or the name of the symbol it is."""
@@ -137,6 +140,21 @@ def _bounds(
     return out
 
 
+def _others_at_least(symbol: str, involved: set[str], lows: Mapping[str, int]) -> str:
+    """The least sizes of the limit's other symbols that its bound on `symbol` assumes."""
+    others = [f"{o} = {lows[o]}" for o in sorted(involved - {symbol}) if lows.get(o)]
+    return f" (with {', '.join(others)})" if others else ""
+
+
+def _graph(model: Any) -> onnx.GraphProto:
+    """The model's graph for the shape analysis: a file's without reading its weights."""
+    if isinstance(model, (str, Path)):
+        found = graph_skeleton(model)
+        if found is not None:
+            return found
+    return load_model(model).graph
+
+
 def _spell(dims: list[Dim]) -> str:
     return "[" + ", ".join(str(d) for d in dims) + "]"
 
@@ -206,11 +224,34 @@ class SymbolicModel:
                     self.symbols.setdefault(d, []).append((name, axis))
         fixed = self._fixed_by(self.input_shapes)
         self.bounds = _bounds(self.symbols, dict(dims or {}), fixed)
+        self.shapes: SymbolicShapes = analyze(_graph(model)) if self.symbols else SymbolicShapes()
+        """Every tensor's shape over the symbols, and the limits the model puts on them."""
+        self.bound_reasons: dict[str, str] = {}
+        """Why a symbol's upper bound is what it is, where the model sets it."""
+        self._apply_model_limits(dict(dims or {}))
         self.options = options
         self.max_loaded = max(1, max_loaded)
         self._loaded: OrderedDict[tuple[int, ...], Any] = OrderedDict()
         self.compiles = 0
         """Specializations made by this object (compiled or loaded from the cache)."""
+
+    def _apply_model_limits(self, dims: Mapping[str, DimSpec]) -> None:
+        """The model's own upper bounds (a table of learned positions has so many rows) on
+        every symbol: an unbounded one takes it; a bound beyond it is a DimError naming why."""
+        lows = {s: b.lo for s, b in self.bounds.items()}
+        for s, (hi, limit) in self.shapes.upper_bounds(lows).items():
+            if s not in self.bounds:
+                continue
+            bound, reason = self.bounds[s], limit.reason
+            if hi < bound.lo or (bound.hi is not None and bound.hi > hi):
+                given = f"dims['{s}'] = {dims[s]!r}" if s in dims else f"'{s}' = {bound.lo}"
+                raise DimError(
+                    f"{given} is beyond what the model allows, '{s}' <= {hi}"
+                    f"{_others_at_least(s, limit.expression.symbols, lows)}: {reason}"
+                )
+            if bound.hi is None or hi < bound.hi:
+                self.bounds[s] = Bound(bound.lo, hi)
+                self.bound_reasons[s] = reason
 
     @property
     def input_names(self) -> list[str]:
@@ -283,9 +324,15 @@ class SymbolicModel:
                         f"('{d}' = {bound.lo})"
                     )
                 if not bound.holds(int(size)):
+                    over = bound.hi is not None and size > bound.hi
+                    why = self.bound_reasons.get(d) if over else None
                     raise InputError(
                         f"symbol '{d}' is {size} in input '{name}' (axis {axis}), outside the "
-                        f"bounds {self.bounds[d]} the model was compiled for"
+                        + (
+                            f"bounds {self.bounds[d]} the model allows: {why}"
+                            if why
+                            else f"bounds {self.bounds[d]} the model was compiled for"
+                        )
                     )
         for d, size in sizes.items():
             value = _evaluate(d, sizes)
@@ -295,6 +342,12 @@ class SymbolicModel:
                     f"input '{name}' has size {size} on axis {axis}, whose symbol '{d}' is "
                     f"{value} for the sizes of the other inputs"
                 )
+        for lim in self.shapes.violated(sizes):  # a limit over several symbols (past + seq)
+            spelled = ", ".join(f"{s} = {sizes[s]}" for s in sorted(lim.expression.symbols))
+            raise InputError(
+                f"sizes {spelled} are beyond what the model allows, {lim.expression} <= "
+                f"{lim.bound} (it is {lim.expression.evaluate(sizes)}): {lim.reason}"
+            )
         return sizes
 
     def shapes_for(self, sizes: Mapping[str, int]) -> dict[str, list[int]]:

@@ -10,7 +10,9 @@ output ValueInfoProtos and each initializer's name are decoded.
 from __future__ import annotations
 
 import mmap
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import onnx
 from google.protobuf.message import DecodeError
@@ -18,6 +20,9 @@ from google.protobuf.message import DecodeError
 _MODEL_GRAPH = 7  # ModelProto.graph
 _GRAPH_INITIALIZER, _GRAPH_INPUT, _GRAPH_OUTPUT = 5, 11, 12  # GraphProto fields
 _TENSOR_NAME = 8  # TensorProto.name
+
+
+T = TypeVar("T")
 
 
 class _Malformed(Exception):
@@ -68,22 +73,25 @@ def graph_signature(
 ) -> tuple[list[onnx.ValueInfoProto], list[onnx.ValueInfoProto], set[str]] | None:
     """(graph inputs, graph outputs, initializer names) of the model file, or None when it
     cannot be read so (not a file, not the wire format): load_model then says what is wrong."""
+    return _mapped(path, _signature)
+
+
+def _mapped(path: str | Path, parse: Callable[[memoryview], T]) -> T | None:
+    """`parse` of the file's bytes, mapped; None when it cannot be read or parsed."""
     try:
         with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
-            found = _read(mm)
+            found = _read(mm, parse)
     except (OSError, ValueError):
         return None
     return found
 
 
-def _read(
-    mm: mmap.mmap,
-) -> tuple[list[onnx.ValueInfoProto], list[onnx.ValueInfoProto], set[str]] | None:
-    """_signature of the mapped file; the views into it are gone when this returns (the map
+def _read(mm: mmap.mmap, parse: Callable[[memoryview], T]) -> T | None:
+    """`parse` of the mapped file; the views into it are gone when this returns (the map
     cannot close while one lives, a failure's traceback included)."""
     data = memoryview(mm)
     try:
-        return _signature(data)
+        return parse(data)
     except (_Malformed, DecodeError, UnicodeDecodeError):
         return None
     finally:
@@ -109,3 +117,78 @@ def _signature(
             names = [b for n, b in _fields(body) if n == _TENSOR_NAME and b is not None]
             inits.update(bytes(b).decode() for b in names)
     return inputs, outputs, inits
+
+
+_GRAPH_NODE = 1  # GraphProto.node
+_TENSOR_PAYLOAD = {4, 5, 6, 7, 9, 10, 11, 13}  # TensorProto's data fields, external_data's too
+SMALL_TENSOR_BYTES = 4096
+"""Initializers up to this size keep their values in a skeleton (shape constants, axes)."""
+
+
+def graph_skeleton(path: str | Path) -> onnx.GraphProto | None:
+    """The model file's graph without its weights: nodes, inputs, outputs, and initializers
+    with their names, dims and types (values only for those of at most SMALL_TENSOR_BYTES),
+    for analyses of the graph's structure (compiler/frontend/symbolic_shapes.py); None when the
+    file cannot be read so."""
+    return _mapped(path, _skeleton)
+
+
+def _skeleton(data: memoryview) -> onnx.GraphProto:
+    graphs = [b for n, b in _fields(data) if n == _MODEL_GRAPH and b is not None]
+    if len(graphs) != 1:
+        raise _Malformed
+    kept = bytearray()
+    at, body = 0, graphs[0]
+    while at < len(body):
+        start = at
+        tag, at = _varint(body, at)
+        at = _skip(body, at, tag & 7)
+        if tag >> 3 != _GRAPH_INITIALIZER:
+            kept += body[start:at]
+            continue
+        head, at = _varint(body, start)
+        size, at = _varint(body, at)
+        tensor = body[at : at + size]
+        at += size
+        if size > SMALL_TENSOR_BYTES:
+            tensor = memoryview(_without(tensor, _TENSOR_PAYLOAD))
+        kept += _encode_varint(head) + _encode_varint(len(tensor)) + tensor
+    return onnx.GraphProto.FromString(bytes(kept))
+
+
+def _skip(data: memoryview, at: int, kind: int) -> int:
+    """The offset after a field's value of wire type `kind` starting at `at`."""
+    if kind == 0:
+        return _varint(data, at)[1]
+    if kind in (1, 5):
+        return at + (8 if kind == 1 else 4)
+    if kind == 2:
+        size, at = _varint(data, at)
+        if at + size > len(data):
+            raise _Malformed
+        return at + size
+    raise _Malformed
+
+
+def _without(message: memoryview, numbers: set[int]) -> bytes:
+    """The message's bytes with the fields of these numbers left out."""
+    out, at = bytearray(), 0
+    while at < len(message):
+        start = at
+        tag, at = _varint(message, at)
+        at = _skip(message, at, tag & 7)
+        if tag >> 3 not in numbers:
+            out += message[start:at]
+    return bytes(out)
+
+
+def _encode_varint(value: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte = value & 0x7F
+        value >>= 7
+        if value:
+            out.append(byte | 0x80)
+        else:
+            out.append(byte)
+            return bytes(out)
