@@ -224,7 +224,7 @@ class SymbolicModel:
                     self.symbols.setdefault(d, []).append((name, axis))
         fixed = self._fixed_by(self.input_shapes)
         self.bounds = _bounds(self.symbols, dict(dims or {}), fixed)
-        self.shapes: SymbolicShapes = analyze(_graph(model)) if self.symbols else SymbolicShapes()
+        self.shapes: SymbolicShapes = analyze(_graph(model))
         """Every tensor's shape over the symbols, and the limits the model puts on them."""
         self.bound_reasons: dict[str, str] = {}
         """Why a symbol's upper bound is what it is, where the model sets it."""
@@ -252,6 +252,10 @@ class SymbolicModel:
             if bound.hi is None or hi < bound.hi:
                 self.bounds[s] = Bound(bound.lo, hi)
                 self.bound_reasons[s] = reason
+
+    def derived(self, symbol: str) -> bool:
+        """Whether the symbol is spelled as arithmetic over the others (`past + seq`)."""
+        return _evaluate(symbol, dict.fromkeys(self.symbols, 1)) is not None
 
     @property
     def input_names(self) -> list[str]:

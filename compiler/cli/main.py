@@ -13,11 +13,11 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from compiler.cli.commands import bench, demo, generate, run, tune
+from compiler.cli.commands import bench, demo, generate, run, shapes, tune
 from compiler.cli.commands import compile as compile_verb
 from compiler.cli.common import PACKAGE_SUFFIX, UsageError
 
-VERBS = (compile_verb, run, bench, tune, generate, demo)
+VERBS = (compile_verb, run, bench, tune, generate, shapes, demo)
 """The verbs, in the order `ziggurat --help` lists them."""
 
 

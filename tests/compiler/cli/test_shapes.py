@@ -1,0 +1,53 @@
+"""`ziggurat shapes`: a model's symbols with their bounds (the model's own with its reason) and
+its inputs' and outputs' shapes over them, printed without a compile; a --dim beyond the
+model's bound is one error line."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import onnx
+
+from tests.support import transformer_models as tm
+from tests.support.cli import run_ziggurat
+
+
+def test_a_kv_cache_decoder(tmp_path) -> None:
+    path = tmp_path / "llama.onnx"
+    onnx.save(tm.build(tm.with_cache(tm.SMALL["llama"])), path)
+    r = run_ziggurat("shapes", path, "--dim", "batch=1..4")
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[:4] == ["symbols:", "  batch in 1..4", "  seq in 0..", "  past in 0.."]
+    assert "  attention_mask [batch, past + seq]" in lines
+    assert lines[lines.index("outputs:") + 1 :][:2] == [
+        "  logits [batch, seq, 1000]",
+        "  present.0.key [batch, 2, past + seq, 16]",
+    ]
+
+
+def test_the_models_own_bound_and_a_dim_beyond_it(tmp_path) -> None:
+    path = tmp_path / "gpt2.onnx"
+    onnx.save(tm.build(replace(tm.SMALL["gpt2"], positions=32)), path)
+    r = run_ziggurat("shapes", path)
+    assert r.returncode == 0, r.stderr
+    bound = [line for line in r.stdout.splitlines() if line.startswith("  seq in")]
+    assert bound[0].startswith("  seq in 0..32  (the model's bound: Gather node '#11' reads index ")
+    r = run_ziggurat("shapes", path, "--dim", "seq=1..64")
+    assert r.returncode == 1
+    assert r.stderr.splitlines() == [
+        "ziggurat: error: dims['seq'] = (1, 64) is beyond what the model allows, 'seq' <= 32: "
+        f"{bound[0].split('bound: ')[1][:-1]}"
+    ]
+
+
+def test_a_static_model() -> None:
+    r = run_ziggurat("shapes", "zoo:mlp")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines() == [
+        "symbols: none (every shape is static)",
+        "inputs:",
+        "  input [4, 64]",
+        "outputs:",
+        "  output [4, 10]",
+    ]
