@@ -33,7 +33,7 @@ class HostModel:
     @property
     def output_names(self) -> list[str]:
         """The model's outputs (not the hidden lengths of data-dependent ones)."""
-        return [s.name for s in self.outputs if s.length_of is None]
+        return [s.name for s in self.outputs if not s.hidden]
 
     def _use_threads(self) -> None:
         if getattr(self.program, "parallel", False):

@@ -34,6 +34,8 @@ from compiler.pipelines import LEVELS, layout_passes
 from compiler.tensor_spec import TensorSpec, check_inputs
 from dialects.attributes import (
     DTYPE_ATTR,
+    INDEX_CHECK_ATTR,
+    INDEX_EXTENT_ATTR,
     LENGTH_OF_ATTR,
     MEMORY_PLAN_ATTR,
     NAME_ATTR,
@@ -79,6 +81,7 @@ def _signature(module: ModuleOp) -> tuple[list[TensorSpec], list[TensorSpec]]:
         compute = numpy_dtype(t.element_type)
         declared = attr_of(attrs, i, DTYPE_ATTR)
         axis, length_of = attr_of(attrs, i, RUN_TIME_AXIS_ATTR), attr_of(attrs, i, LENGTH_OF_ATTR)
+        check, extent = attr_of(attrs, i, INDEX_CHECK_ATTR), attr_of(attrs, i, INDEX_EXTENT_ATTR)
         return TensorSpec(
             name,
             tuple(t.get_shape()),
@@ -86,6 +89,8 @@ def _signature(module: ModuleOp) -> tuple[list[TensorSpec], list[TensorSpec]]:
             None if declared is None else compute,
             None if axis is None else int(axis),
             None if length_of is None else str(length_of),
+            None if check is None else str(check),
+            None if extent is None else int(extent),
         )
 
     ins = [spec(t, main.arg_attrs, i, f"arg{i}") for i, t in enumerate(ftype.inputs.data)]

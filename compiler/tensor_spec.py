@@ -31,6 +31,16 @@ class TensorSpec:
     buffer is an upper bound, trimmed to the length that the `length_of` result gives."""
     length_of: str | None = None
     """For the hidden i64 scalar result holding that length: the output it belongs to."""
+    index_check: str | None = None
+    """For a hidden [2] i64 result holding [max(indices), max(-indices)] of indices the inputs
+    decide (dialects/attributes.py INDEX_CHECK_ATTR): what reads them, for the error."""
+    index_extent: int | None = None
+    """With index_check: the extent E of the axis they index; they must lie in [-E, E)."""
+
+    @property
+    def hidden(self) -> bool:
+        """A result the executable reads and the caller never sees."""
+        return self.length_of is not None or self.index_check is not None
 
     @property
     def buffer_dtype(self) -> np.dtype:
@@ -66,13 +76,37 @@ def check_inputs(specs: Sequence[TensorSpec], feeds: Mapping[str, np.ndarray]) -
 def results(specs: Sequence[TensorSpec], outs: Sequence[np.ndarray]) -> dict[str, np.ndarray]:
     """The caller's view of @main's result buffers: widened outputs converted to their declared
     type (integers fit; float16 is rounded once), data-dependent outputs trimmed to their
-    run-time length, the lengths themselves left out."""
+    run-time length, the lengths themselves left out; InputError for a run whose indices fell
+    outside what they index (check_indices)."""
+    check_indices(specs, outs)
     lengths = {s.length_of: int(o) for s, o in zip(specs, outs) if s.length_of}
     views = {}
     for s, o in zip(specs, outs, strict=True):
-        if s.length_of is not None:
+        if s.hidden:
             continue
         if s.run_time_axis is not None:
             o = o[(slice(None),) * s.run_time_axis + (slice(0, lengths[s.name]),)]
         views[s.name] = o if s.compute_dtype is None else o.astype(s.dtype)
     return views
+
+
+def index_error(what: str, extent: int, greatest: int, greatest_negated: int) -> str | None:
+    """The error for indices whose greatest value and greatest negated value are these, read
+    from an axis of `extent`; None when all lie in [-extent, extent) (or there were none: both
+    are then the least i64)."""
+    if greatest >= extent:
+        bad = greatest
+    elif greatest_negated > extent:
+        bad = -greatest_negated
+    else:
+        return None
+    return f"{what} is {bad}, outside [-{extent}, {extent})"
+
+
+def check_indices(specs: Sequence[TensorSpec], outs: Sequence[np.ndarray]) -> None:
+    """InputError for the first index_check result whose indices fell out of range."""
+    for s, o in zip(specs, outs, strict=True):
+        if s.index_check is not None and s.index_extent is not None:
+            message = index_error(s.index_check, s.index_extent, int(o[0]), int(o[1]))
+            if message is not None:
+                raise InputError(message)

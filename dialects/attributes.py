@@ -18,6 +18,15 @@ LENGTH_OF_ATTR with its name holds the valid length, to which the executable tri
 LENGTH_OF_ATTR = "ziggurat.length_of"
 """On @main's result attributes: this i64 scalar result is the run-time length of the named
 output (see RUN_TIME_AXIS_ATTR); the caller does not see it."""
+INDEX_CHECK_ATTR = "ziggurat.index_check"
+"""On @main's result attributes: this [2] i64 result holds the greatest index and the greatest
+negated index that a gather read at run time from indices the caller's inputs decide (a token
+id into an embedding table); its value names the read ("Gather node 'X': an index of 'ids' into
+axis 0 of 'wte'"). The executable refuses a run whose indices fall outside INDEX_EXTENT_ATTR
+(the kernel clamps them: never a read out of bounds, but not the model's result either), as
+onnxruntime does; the caller does not see it."""
+INDEX_EXTENT_ATTR = "ziggurat.index_extent"
+"""On an INDEX_CHECK_ATTR result: the extent E of the axis read; indices lie in [-E, E)."""
 GROUP_ATTR = "ziggurat.group"
 """On tensor-level ops: the fused group they came from (one group becomes one kernel)."""
 PRIVATE_ARGS_ATTR = "ziggurat.private_args"

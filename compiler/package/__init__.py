@@ -26,7 +26,8 @@ manifest.json holds `format` ("ziggurat-package") and `format_version`, `ziggura
 string the code was compiled for; for a GPU: `api`, the `preset` the kernels were scheduled for
 (passes/schedule/gpu_target.py), the `device` they were compiled on if any, and for CUDA the
 PTX's `arch`, e.g. sm_90), `inputs` and `outputs` (name,
-shape, dtype; compiler/tensor_spec.py's fields), `threads` (the default thread count),
+shape, dtype; compiler/tensor_spec.py's fields; since format version 2 an output may be an
+index check, `index_check` and `index_extent`, which the runtimes judge and never return), `threads` (the default thread count),
 `compile_options` (threads, layout, optimize, the schedules applied as `-p` pass strings),
 `notes` (the `ziggurat.*` module attributes: memory plan, autotune statistics), the backend's
 section under its own name (for "llvm-cpu": the object files in link order, the callable

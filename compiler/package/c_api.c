@@ -2,8 +2,10 @@
  *
  * The same boundary as the Python runtime (compiler/package/loaded_model.py): @main takes one
  * pointer per input, then one per output, each to a 64-byte-aligned C-order buffer of the
- * tensor's dtype, and returns nothing. zg_model_tables.h, generated per model, says what the
- * tensors are and defines zg_call_main, which passes the buffers to @main.
+ * tensor's dtype, then one per index check (the range of indices the inputs decided, which
+ * zg_run refuses when out of range, as the Python runtime does), and returns nothing.
+ * zg_model_tables.h, generated per model, says what the tensors are and defines zg_call_main,
+ * which passes the buffers to @main and judges the checks.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
@@ -151,8 +153,14 @@ int zg_run(zg_model *m) {
 #if ZG_PARALLEL
     zrt_set_num_threads(m->threads);
 #endif
-    zg_call_main(m->in, m->out);
+    const char *read = NULL;
+    long long bad = 0, extent = 0;
+    int out_of_range = zg_call_main(m->in, m->out, &read, &bad, &extent) == 0;
     pthread_mutex_unlock(&run_lock);
+    if (out_of_range) {
+        m->has_run = 0;
+        return fail(m, "zg_run: %s is %lld, outside [-%lld, %lld)", read, bad, extent, extent);
+    }
     m->has_run = 1;
     m->error[0] = '\0';
     return 0;

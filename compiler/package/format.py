@@ -16,7 +16,8 @@ import numpy as np
 from compiler.tensor_spec import TensorSpec
 
 FORMAT = "ziggurat-package"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+"""2: outputs may be index checks (`index_check`), results the runtime judges and hides."""
 SUFFIX = ".zpkg"
 """What `ziggurat compile -o` and `ziggurat run` take for a package."""
 MANIFEST = "manifest.json"
@@ -58,6 +59,9 @@ def spec_to_json(spec: TensorSpec) -> dict[str, Any]:
         out["run_time_axis"] = spec.run_time_axis
     if spec.length_of is not None:
         out["length_of"] = spec.length_of
+    if spec.index_check is not None:
+        out["index_check"] = spec.index_check
+        out["index_extent"] = spec.index_extent
     return out
 
 
@@ -82,6 +86,15 @@ def spec_from_json(d: Any) -> TensorSpec:
         raise ValueError(f"tensor {d['name']!r} has a bad run_time_axis {axis!r}")
     if length_of is not None and not isinstance(length_of, str):
         raise ValueError(f"tensor {d['name']!r} has a bad length_of {length_of!r}")
+    check, extent = d.get("index_check"), d.get("index_extent")
+    if check is not None and not (
+        isinstance(check, str)
+        and type(extent) is int
+        and extent >= 0
+        and shape == [2]
+        and d["dtype"] == "int64"
+    ):
+        raise ValueError(f"tensor {d['name']!r} has a bad index check {check!r} ({extent!r})")
     compute = d.get("compute_dtype")
     return TensorSpec(
         d["name"],
@@ -90,4 +103,6 @@ def spec_from_json(d: Any) -> TensorSpec:
         None if compute is None else _dtype(compute),
         axis,
         length_of,
+        check,
+        None if check is None else extent,
     )

@@ -47,7 +47,14 @@ from compiler.frontend.onnx_graph import subgraphs
 from compiler.registry import registrar
 from dialects import graph as g
 from dialects import graph_shapes as S
-from dialects.attributes import DTYPE_ATTR, LENGTH_OF_ATTR, NAME_ATTR, RUN_TIME_AXIS_ATTR
+from dialects.attributes import (
+    DTYPE_ATTR,
+    INDEX_CHECK_ATTR,
+    INDEX_EXTENT_ATTR,
+    LENGTH_OF_ATTR,
+    NAME_ATTR,
+    RUN_TIME_AXIS_ATTR,
+)
 from dialects.dense import numpy_dtype
 
 MAX_SUBGRAPH_NODES = 100_000
@@ -232,6 +239,14 @@ class Importer(ValueTable):
             results.append(length)
             out_names.append(f"{out_names[k]}:length")
             out_types.append(0)
+        for (indices, extent), what in self.index_checks.items():
+            extra[len(results)] = {
+                INDEX_CHECK_ATTR: StringAttr(what),
+                INDEX_EXTENT_ATTR: IntegerAttr(extent, 64),
+            }
+            results.append(self._index_range(indices))
+            out_names.append(f"{what}:index_range")
+            out_types.append(0)
         self.block.add_op(func.ReturnOp(*results))  # verified with its function
 
         def names(
@@ -255,6 +270,17 @@ class Importer(ValueTable):
         module = ModuleOp([fn])
         module.verify()
         return module
+
+    def _index_range(self, indices: SSAValue) -> SSAValue:
+        """[max(indices), max(-indices)] as i64: what INDEX_CHECK_ATTR's result holds (one
+        reduction over the indices and their negation stacked)."""
+        idx = indices
+        if str(element_type_of(idx)) != "i64":
+            idx = self.op(g.CastOp(idx, to="i64"))
+        n = int(np.prod(self.shape_of(idx), dtype=np.int64))
+        flat = self.op(g.ReshapeOp(idx, [1, n]))
+        stacked = self.op(g.ConcatOp([flat, self.op(g.NegOp(flat))], axis=0))
+        return self.op(g.ReduceMaxOp(stacked, axes=[1], keepdims=0))
 
     min_opset = MIN_OPSET
 

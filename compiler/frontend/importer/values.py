@@ -72,6 +72,10 @@ class ValueTable:
         NonMaxSuppression) -> (axis, their length: an i64 scalar). Their static type is an upper
         bound, padded with zeros past the length; they can only be model outputs, which the
         executable trims (see `bounded`)."""
+        self.index_checks: dict[tuple[SSAValue, int], str] = {}
+        """Indices read at run time that the caller's inputs decide (a token id into an
+        embedding), with the extent of the axis they index -> what reads them: the executable
+        checks them (see `check_indices`)."""
 
     # -- values ---------------------------------------------------------------------------
 
@@ -171,6 +175,13 @@ class ValueTable:
         assert self.shape_of(length) == () and element_type_of(length) == i64
         self.run_time_lengths[v] = (axis, length)
         return v
+
+    def check_indices(self, indices: SSAValue, extent: int, what: str) -> None:
+        """Have the executable refuse a run where `indices` (computed from the inputs) fall
+        outside [-extent, extent): the kernels clamp them, which reads in bounds but is not the
+        model's result. `what` names the read in the error; the first reader of equal indices
+        and extent names it."""
+        self.index_checks.setdefault((indices, extent), what)
 
     def op(self, op: Operation) -> SSAValue:
         """Emit a single-result op; its result."""

@@ -156,6 +156,12 @@ def convert_gather(imp: Importer, node: onnx.NodeProto) -> list[Value]:
         indices = imp.value(node.input[1], dtype=np.int64)
     else:
         indices = imp.value(node.input[1])
+        imp.check_indices(
+            indices,
+            shape[axis],
+            f"Gather node '{imp.label}': an index of '{node.input[1]}' into axis {axis} of "
+            f"'{node.input[0]}'",
+        )
     return results(imp.emit(g.GatherOp(imp.value(node.input[0]), indices, axis=axis)))
 
 

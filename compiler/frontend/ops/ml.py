@@ -77,7 +77,11 @@ def convert_array_feature_extractor(imp: Importer, node: onnx.NodeProto) -> list
         y = as_i64(imp, imp.value(node.input[1]))
         if len(ys) != 1:
             y = imp.op(g.ReshapeOp(y, [n]))
-        idx = runtime_index(imp, y, c)
+        what = (
+            f"{node.op_type} node '{imp.label}': an index of '{node.input[1]}' into the last "
+            f"axis of '{node.input[0]}'"
+        )
+        idx = runtime_index(imp, y, c, what)
     out = imp.op(g.GatherOp(imp.value(node.input[0]), idx, axis=len(xs) - 1))
     if len(xs) == 1:
         out = imp.op(g.ReshapeOp(out, [1, n]))

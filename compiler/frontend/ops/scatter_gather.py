@@ -45,16 +45,35 @@ def as_i64(imp: Importer, v: SSAValue) -> SSAValue:
     return v if element_type_of(v) == i64 else imp.op(g.CastOp(v, to="i64"))
 
 
-def runtime_index(imp: Importer, idx: SSAValue, extent: int | np.ndarray) -> SSAValue:
+def runtime_index(
+    imp: Importer, idx: SSAValue, extent: int | np.ndarray, what: str | None = None
+) -> SSAValue:
     """Run-time indices (i64) with negative ones counted from the end of `extent` (a number, or
-    an array broadcasting against idx), then clamped into [0, extent) as graph.gather does: an
-    out-of-range index never reads outside the tensor."""
+    one per component along idx's last axis), then clamped into [0, extent) as graph.gather
+    does: an out-of-range index never reads outside the tensor. `what` (the read, for the
+    error): the executable refuses a run whose indices fell out of range (check_indices)."""
     ext = np.asarray(extent, dtype=np.int64)
+    if what is not None and ext.ndim == 0:
+        imp.check_indices(idx, int(ext), what)
+    elif what is not None and ext.ndim == 1:
+        last = len(imp.shape_of(idx)) - 1
+        for j, e in enumerate(ext.tolist()):
+            part = imp.op(g.GatherOp(idx, imp.constant(np.int64(j)), axis=last))
+            imp.check_indices(part, int(e), f"{what} (component {j})")
     zero = imp.constant(np.int64(0))
     neg = imp.op(g.LessOp(idx, zero))
     idx = imp.op(g.WhereOp(neg, imp.op(g.AddOp(idx, imp.constant(ext))), idx))
     idx = imp.op(g.MaxOp(idx, zero))
     return imp.op(g.MinOp(idx, imp.constant(ext - 1)))
+
+
+def _read(imp: Importer, node: onnx.NodeProto, axis: int | None = None) -> str:
+    """The read of node's indices (input 1) into its data (input 0), as errors name it."""
+    into = "" if axis is None else f"axis {axis} of "
+    return (
+        f"{node.op_type} node '{imp.label}': an index of '{node.input[1]}' into "
+        f"{into}'{node.input[0]}'"
+    )
 
 
 def static_index(imp: Importer, idx: np.ndarray, extent: int | np.ndarray, what: str) -> np.ndarray:
@@ -111,7 +130,7 @@ def convert_gather_nd(imp: Importer, node: onnx.NodeProto) -> list[Value]:
         lin_c = (n * st).sum(axis=-1) + batch
         lin = imp.op(g.ConstantOp(np.asarray(lin_c, dtype=np.int64)))
     else:
-        nv = runtime_index(imp, as_i64(imp, imp.value(node.input[1])), dims)
+        nv = runtime_index(imp, as_i64(imp, imp.value(node.input[1])), dims, _read(imp, node))
         if k == 1:
             lin = imp.op(g.ReshapeOp(nv, list(qs[:-1])))
         else:
@@ -174,7 +193,9 @@ def convert_gather_elements(imp: Importer, node: onnx.NodeProto) -> list[Value]:
             imp, idx_c, ds[axis], f"indices ('{node.input[1]}')"
         )
     else:
-        index = runtime_index(imp, as_i64(imp, imp.value(node.input[1])), ds[axis])
+        index = runtime_index(
+            imp, as_i64(imp, imp.value(node.input[1])), ds[axis], _read(imp, node, axis)
+        )
     return [elements_gather(imp, data, qs, axis, index)]
 
 
@@ -368,7 +389,7 @@ def convert_scatter_nd(imp: Importer, node: onnx.NodeProto) -> list[Value]:
         n = static_index(imp, idx_c, dims, f"indices ('{node.input[1]}')")
         target = (n * st).sum(axis=-1).reshape(u)
     else:
-        nv = runtime_index(imp, as_i64(imp, imp.value(node.input[1])), dims)
+        nv = runtime_index(imp, as_i64(imp, imp.value(node.input[1])), dims, _read(imp, node))
         nv = imp.op(g.ReshapeOp(nv, [u, k]))
         target = imp.op(g.ReduceSumOp(imp.op(g.MulOp(nv, imp.constant(st))), axes=[1], keepdims=0))
     rows = scatter_rows(
@@ -406,7 +427,9 @@ def convert_scatter_elements(imp: Importer, node: onnx.NodeProto) -> list[Value]
         n = static_index(imp, idx_c, ds[axis], f"indices ('{node.input[1]}')")
         target = (n * st[axis] + offset).reshape(u)
     else:
-        nv = runtime_index(imp, as_i64(imp, imp.value(node.input[1])), ds[axis])
+        nv = runtime_index(
+            imp, as_i64(imp, imp.value(node.input[1])), ds[axis], _read(imp, node, axis)
+        )
         if st[axis] != 1:
             nv = imp.op(g.MulOp(nv, imp.constant(np.int64(st[axis]))))
         target = imp.op(g.ReshapeOp(imp.op(g.AddOp(nv, imp.constant(offset))), [u]))

@@ -29,7 +29,7 @@ def refusal(path: Path) -> str:
 
 def test_a_good_package_reads(mlp_package: Path) -> None:
     contents = read_package(mlp_package)
-    assert contents.manifest["format_version"] == 1
+    assert contents.manifest["format_version"] == 2
     assert set(contents.parts) == set(contents.manifest["parts"])
     assert "manifest.json" not in contents.parts
 
@@ -39,9 +39,9 @@ def test_missing_file(tmp_path: Path) -> None:
 
 
 def test_another_format_version(mlp_package: Path, tmp_path: Path) -> None:
-    path = rewrite(mlp_package, tmp_path / "m.zpkg", lambda m: m.update(format_version=2))
-    assert refusal(path).startswith("has format version 2; this ziggurat (")
-    assert refusal(path).endswith(") reads version 1: compile the model again with it")
+    path = rewrite(mlp_package, tmp_path / "m.zpkg", lambda m: m.update(format_version=3))
+    assert refusal(path).startswith("has format version 3; this ziggurat (")
+    assert refusal(path).endswith(") reads version 2: compile the model again with it")
 
 
 def test_not_a_package_manifest(mlp_package: Path, tmp_path: Path) -> None:

@@ -33,7 +33,7 @@ def test_layout_and_manifest(mlp: tuple[onnx.ModelProto, CompiledModel, Path]) -
     code = [f"code/kernel-{i}.o" for i in range(kernels)] + ["code/main.o"]
     weights = [f"weights/{i}.npy" for i in range(len(compiled.program.bound_constants))]
     assert list(contents) == ["manifest.json", *code, *weights]
-    assert data["format"] == "ziggurat-package" and data["format_version"] == 1
+    assert data["format"] == "ziggurat-package" and data["format_version"] == 2
     assert data["backend"] == "llvm-cpu"
     assert data["ziggurat_version"] == ziggurat_version() != "unknown"
     assert data["inputs"] == [{"name": "input", "shape": [4, 64], "dtype": "float32"}]
