@@ -13,6 +13,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
+from compiler.backends.gpu.opencl_runtime import opencl_available
 from compiler.errors import InputError
 from compiler.model import compile_model
 from compiler.package.c_library import export_shared_library
@@ -185,3 +186,12 @@ def onnxruntime_run(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> np.
 
     sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
     return sess.run(None, feeds)[0]
+
+
+@pytest.mark.skipif(opencl_available() is not None, reason=f"OpenCL: {opencl_available()}")
+def test_on_opencl() -> None:
+    model = compile_model(_embedding(), target="opencl")
+    np.testing.assert_array_equal(model.run({"ids": np.array([1, 2, 31])})["y"], TABLE[[1, 2, 31]])
+    with pytest.raises(InputError) as err:
+        model.run({"ids": np.array([1, 40, 3])})
+    assert str(err.value) == MESSAGE.format(40)
