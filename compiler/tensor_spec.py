@@ -32,7 +32,7 @@ class TensorSpec:
     length_of: str | None = None
     """For the hidden i64 scalar result holding that length: the output it belongs to."""
     index_check: str | None = None
-    """For a hidden [2] i64 result holding [max(indices), max(-indices)] of indices the inputs
+    """For a hidden [2] i64 result holding [max(indices), max(-1 - indices)] of indices the inputs
     decide (dialects/attributes.py INDEX_CHECK_ATTR): what reads them, for the error."""
     index_extent: int | None = None
     """With index_check: the extent E of the axis they index; they must lie in [-E, E)."""
@@ -90,14 +90,14 @@ def results(specs: Sequence[TensorSpec], outs: Sequence[np.ndarray]) -> dict[str
     return views
 
 
-def index_error(what: str, extent: int, greatest: int, greatest_negated: int) -> str | None:
-    """The error for indices whose greatest value and greatest negated value are these, read
-    from an axis of `extent`; None when all lie in [-extent, extent) (or there were none: both
-    are then the least i64)."""
+def index_error(what: str, extent: int, greatest: int, complement: int) -> str | None:
+    """The error for indices whose greatest value and greatest complement (-1 - index) are
+    these, read from an axis of `extent`; None when all lie in [-extent, extent) (or there were
+    none: both are then the least i64)."""
     if greatest >= extent:
         bad = greatest
-    elif greatest_negated > extent:
-        bad = -greatest_negated
+    elif complement >= extent:
+        bad = -1 - complement
     else:
         return None
     return f"{what} is {bad}, outside [-{extent}, {extent})"

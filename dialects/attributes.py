@@ -20,7 +20,7 @@ LENGTH_OF_ATTR = "ziggurat.length_of"
 output (see RUN_TIME_AXIS_ATTR); the caller does not see it."""
 INDEX_CHECK_ATTR = "ziggurat.index_check"
 """On @main's result attributes: this [2] i64 result holds the greatest index and the greatest
-negated index that a gather read at run time from indices the caller's inputs decide (a token
+complement (-1 - index) that a gather read at run time from indices the caller's inputs decide (a token
 id into an embedding table); its value names the read ("Gather node 'X': an index of 'ids' into
 axis 0 of 'wte'"). The executable refuses a run whose indices fall outside INDEX_EXTENT_ATTR
 (the kernel clamps them: never a read out of bounds, but not the model's result either), as

@@ -116,9 +116,9 @@ def _model_tables(
     for k, c in enumerate(checks):
         e = int(c.index_extent or 0)
         verdicts += [
-            f"    if (chk[{k}][0] >= {e}LL || chk[{k}][1] > {e}LL) {{",
+            f"    if (chk[{k}][0] >= {e}LL || chk[{k}][1] >= {e}LL) {{",
             f"        *what = {_c_string(c.index_check or '')};",
-            f"        *bad = chk[{k}][0] >= {e}LL ? chk[{k}][0] : -chk[{k}][1];",
+            f"        *bad = chk[{k}][0] >= {e}LL ? chk[{k}][0] : -1 - chk[{k}][1];",
             f"        *extent = {e}LL;",
             "        return 0;",
             "    }",

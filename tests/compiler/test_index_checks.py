@@ -53,7 +53,7 @@ def test_indices_in_range_read_their_rows(embedding) -> None:
     assert (check.index_check, check.index_extent) == (MESSAGE.split(" is ")[0], 32)
 
 
-@pytest.mark.parametrize("bad", [32, 1_000_000, -33, -(2**62)])
+@pytest.mark.parametrize("bad", [32, 1_000_000, 2**63 - 1, -33, -(2**63)])
 def test_an_index_out_of_range_is_one_clear_error(embedding, bad: int) -> None:
     with pytest.raises(InputError) as err:
         embedding.run({"ids": np.array([0, bad, 1], np.int64)})

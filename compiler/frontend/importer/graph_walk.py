@@ -272,14 +272,16 @@ class Importer(ValueTable):
         return module
 
     def _index_range(self, indices: SSAValue) -> SSAValue:
-        """[max(indices), max(-indices)] as i64: what INDEX_CHECK_ATTR's result holds (one
-        reduction over the indices and their negation stacked)."""
+        """[max(indices), max(-1 - indices)] as i64: what INDEX_CHECK_ATTR's result holds (one
+        reduction over the indices and their complement stacked; -1 - i, unlike -i, cannot
+        overflow)."""
         idx = indices
         if str(element_type_of(idx)) != "i64":
             idx = self.op(g.CastOp(idx, to="i64"))
         n = int(np.prod(self.shape_of(idx), dtype=np.int64))
         flat = self.op(g.ReshapeOp(idx, [1, n]))
-        stacked = self.op(g.ConcatOp([flat, self.op(g.NegOp(flat))], axis=0))
+        complement = self.op(g.SubOp(self.constant(np.int64(-1)), flat))
+        stacked = self.op(g.ConcatOp([flat, complement], axis=0))
         return self.op(g.ReduceMaxOp(stacked, axes=[1], keepdims=0))
 
     min_opset = MIN_OPSET
