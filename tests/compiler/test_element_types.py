@@ -10,6 +10,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
+from compiler.errors import InputError
 from compiler.frontend.errors import FrontendError
 from compiler.frontend.onnx import import_onnx
 from compiler.model import compile_model, lower
@@ -149,17 +150,21 @@ def test_integer_kernels_vectorize_and_bool_kernels_stay_scalar():
     check(bools, {"a": rng.random(n) < 0.5})
 
 
-def test_gather_with_computed_indices_clamps_out_of_range_ones():
-    """An index out of range is clamped (onnxruntime raises; reading past the table would be a
-    hole a hostile input could use)."""
+def test_gather_with_computed_indices_refuses_out_of_range_ones():
+    """An index out of range is refused when the model runs, as onnxruntime refuses it (the
+    kernel clamps it: reading past the table would be a hole a hostile input could use, but
+    the clamped row is not the model's result); negative ones count from the end."""
     model = make(
         [helper.make_node("Gather", ["table", "ids"], ["y"])],
         [("ids", I64, [4])],
         [("y", F, [4])],
         [("table", np.float32([10, 20, 30]))],
     )
-    out = compile_model(model).run({"ids": np.int64([0, -1, 7, -9])})["y"]
+    compiled = compile_model(model)
+    out = compiled.run({"ids": np.int64([0, -1, 2, -3])})["y"]
     np.testing.assert_array_equal(out, np.float32([10, 30, 30, 10]))
+    with pytest.raises(InputError, match=r"'ids' into axis 0 of 'table' is 7, outside \[-3, 3\)$"):
+        compiled.run({"ids": np.int64([0, -1, 7, -9])})
 
 
 def test_shape_subgraph_and_unsupported_constant_ops_fold_before_the_operator_check():

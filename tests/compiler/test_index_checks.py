@@ -23,6 +23,7 @@ from compiler.package.writer import save_package
 from compiler.tensor_spec import TensorSpec
 from tests.compiler.package.test_c_api import GCC, build_program
 from tests.support import transformer_models as tm
+from tests.support.references import onnxruntime_run
 
 TABLE = np.arange(32 * 4, dtype=np.float32).reshape(32, 4)
 MESSAGE = "Gather node 'embed': an index of 'ids' into axis 0 of 'table' is {}, outside [-32, 32)"
@@ -174,18 +175,11 @@ def test_the_other_indexed_reads_and_writes(model, idx, message: str) -> None:
         if i.name != "idx"
     }
     ok = np.clip(np.array(idx), -2, 1)  # in range for every case
-    ref = onnxruntime_run(model, {**feeds, "idx": ok})
+    ref = onnxruntime_run(model, {**feeds, "idx": ok})[0]
     np.testing.assert_allclose(compiled.run({**feeds, "idx": ok})["y"], ref, rtol=1e-6)
     with pytest.raises(InputError) as err:
         compiled.run({**feeds, "idx": np.array(idx, np.int64)})
     assert str(err.value) == message
-
-
-def onnxruntime_run(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> np.ndarray:
-    import onnxruntime as ort
-
-    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-    return sess.run(None, feeds)[0]
 
 
 @pytest.mark.skipif(opencl_available() is not None, reason=f"OpenCL: {opencl_available()}")
