@@ -28,6 +28,7 @@ import numpy as np
 from compiler.compile_cache import cached_compile
 from compiler.errors import ZigguratError
 from compiler.frontend.onnx import load_model
+from compiler.frontend.symbolic_shapes import analyze
 
 PAST_AXIS = 2
 """The past-length axis of a cache tensor ([batch, kv_heads, past, head_dim])."""
@@ -133,6 +134,13 @@ class GreedyGenerator:
         self.layout = CacheLayout.of(proto)
         self.prompt_len, self.new_tokens, self.batch = prompt_len, new_tokens, batch
         self.capacity = prompt_len + new_tokens
+        for limit in analyze(proto.graph).input_limits:  # before any compile
+            if limit.name == "position_ids" and self.capacity > limit.extent:
+                raise GenerateError(
+                    f"{new_tokens} new tokens after a prompt of up to {prompt_len} need "
+                    f"positions up to {self.capacity - 1}, beyond what the model allows: "
+                    f"{limit.reason}"
+                )
         build = compile_fn or (
             lambda shapes: cached_compile(proto, shapes, threads=threads, cache=cache)
         )

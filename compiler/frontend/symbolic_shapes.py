@@ -179,6 +179,9 @@ class Value:
     """The smallest and largest element it holds, exactly (a Range's, for instance)."""
     floats: np.ndarray | None = None
     """The elements of a small floating-point constant (a Resize's scales)."""
+    from_input: str | None = None
+    """The graph input whose elements these are, unchanged (through a Cast to an integer type,
+    Unsqueeze, Reshape ...): a gather reading at them limits the values the input may hold."""
 
 
 @dataclass(frozen=True)
@@ -194,12 +197,23 @@ class Limit:
         return None if value is None else value <= self.bound
 
 
+@dataclass(frozen=True)
+class InputLimit:
+    """The values of graph input `name` must lie in [-extent, extent): a gather reads at them
+    (`reason`); position ids into a table of learned positions, say."""
+
+    name: str
+    extent: int
+    reason: str
+
+
 @dataclass
 class SymbolicShapes:
     """The analysis of one graph: each tensor's Value and the limits found."""
 
     values: dict[str, Value] = field(default_factory=dict)
     limits: list[Limit] = field(default_factory=list)
+    input_limits: list[InputLimit] = field(default_factory=list)
 
     def shape(self, name: str) -> Shape | None:
         v = self.values.get(name)
@@ -284,7 +298,7 @@ def analyze(graph: onnx.GraphProto) -> SymbolicShapes:
     result = SymbolicShapes()
     values = result.values
     for name, dims in symbol_dims(graph.input, inits).items():
-        values[name] = Value(shape=dims)
+        values[name] = Value(shape=dims, from_input=name)
     for t in graph.initializer:
         values[t.name] = _initializer(t)
     for i, node in enumerate(graph.node):
@@ -396,7 +410,9 @@ def _axes_of(node: onnx.NodeProto, ins: list[Value | None], position: int) -> li
 
 def _same(node, ins, _r, _label):
     v = ins[0]
-    return [Value(shape=_dims(v), elements=v.elements, low=v.low, high=v.high)]
+    return [
+        Value(shape=_dims(v), elements=v.elements, low=v.low, high=v.high, from_input=v.from_input)
+    ]
 
 
 def _same_shape(node, ins, _r, _label):
@@ -517,6 +533,14 @@ def _gather(node, ins, result: SymbolicShapes, label):
                     f"{label} reads index {idx.low} of '{name}', whose axis {axis} has {n}",
                 )  # fmt: skip
             )
+        if idx.from_input is not None:
+            result.input_limits.append(
+                InputLimit(
+                    idx.from_input,
+                    n,
+                    f"{label} reads '{name}' at them along axis {axis}, which has {n}",
+                )
+            )
     out = Value(shape=dims[:axis] + idims + dims[axis + 1 :])
     if data.elements is not None and idx.elements is not None:
         picked = np.take(data.elements, np.asarray(_ints(idx)).reshape(idx.elements.shape), axis)
@@ -550,7 +574,7 @@ def _reshaped(v: Value, dims: Shape) -> Value:
     sizes = [c for d in dims if d is not None and (c := d.constant) is not None]
     if v.elements is not None and len(sizes) == len(dims):
         elements = v.elements.reshape(sizes)
-    return Value(shape=dims, elements=elements, low=v.low, high=v.high)
+    return Value(shape=dims, elements=elements, low=v.low, high=v.high, from_input=v.from_input)
 
 
 def _product(dims: Shape) -> Poly:
@@ -656,7 +680,7 @@ def _expand(node, ins, _r, _label):
     if target is None or target.elements is None:
         raise _Unknown
     dims = _broadcast(_dims(ins[0]), list(target.elements.reshape(-1)))
-    return [Value(shape=dims, low=ins[0].low, high=ins[0].high)]
+    return [Value(shape=dims, low=ins[0].low, high=ins[0].high, from_input=ins[0].from_input)]
 
 
 def _cast(node, ins, _r, _label):
@@ -664,7 +688,15 @@ def _cast(node, ins, _r, _label):
     to = _attr(node, "to")
     integral = to in (onnx.TensorProto.INT64, onnx.TensorProto.INT32)
     if integral:
-        return [Value(shape=_dims(v), elements=v.elements, low=v.low, high=v.high)]
+        return [
+            Value(
+                shape=_dims(v),
+                elements=v.elements,
+                low=v.low,
+                high=v.high,
+                from_input=v.from_input,
+            )
+        ]
     return [Value(shape=_dims(v), low=v.low, high=v.high)]
 
 

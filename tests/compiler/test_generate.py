@@ -3,6 +3,9 @@ onnxruntime gives driving the same model with a growing cache."""
 
 from __future__ import annotations
 
+import re
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -53,3 +56,24 @@ def test_wrong_prompt_shape_is_refused() -> None:
         gen.generate(np.zeros((1, 5), np.int64))
     with pytest.raises(GenerateError, match="2 prompts given; this generator takes 1"):
         gen.generate([[1, 2], [3]])
+
+
+def test_positions_beyond_the_models_table_are_refused_before_any_compile() -> None:
+    """GPT-2 reads learned positions at position_ids: a generation whose last position is past
+    its table is refused up front (the run would refuse it at that step, after the work)."""
+    model = tm.build(tm.with_cache(replace(tm.SMALL["gpt2"], positions=32)))
+
+    def no_compile(shapes):
+        raise AssertionError("compiled")
+
+    with pytest.raises(GenerateError) as err:
+        GreedyGenerator(model, prompt_len=8, new_tokens=25, compile_fn=no_compile)
+    assert re.fullmatch(
+        r"25 new tokens after a prompt of up to 8 need positions up to 32, beyond what the "
+        r"model allows: Gather node '#13' reads 'embed_positions_\d+' at them along axis 0, "
+        r"which has 32",
+        str(err.value),
+    )
+    compiled = []
+    GreedyGenerator(model, prompt_len=8, new_tokens=24, compile_fn=compiled.append)
+    assert len(compiled) == 2  # prefill and step: positions up to 31 fit

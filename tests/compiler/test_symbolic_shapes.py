@@ -99,6 +99,17 @@ def test_outputs_are_spelled_over_the_symbols() -> None:
     assert [str(d) for d in shapes.shape("present.0.key")] == ["batch", "2", "past + seq", "16"]
 
 
+def test_inputs_read_as_indices_are_limited() -> None:
+    shapes = analyze(build(with_cache(replace(SMALL["gpt2"], positions=32))).graph)
+    assert [(lim.name, lim.extent) for lim in shapes.input_limits] == [
+        ("input_ids", 1000),
+        ("position_ids", 32),
+    ]
+    assert shapes.limits == []  # positions are data here, not shape
+    llama = analyze(build(with_cache(SMALL["llama"])).graph)  # rotary: no table of positions
+    assert [lim.name for lim in llama.input_limits] == ["input_ids"]
+
+
 def test_learned_positions_limit_the_sequence() -> None:
     shapes = analyze(build(replace(SMALL["gpt2"], positions=32)).graph)
     (limit,) = shapes.limits

@@ -31,6 +31,10 @@ def cmd_shapes(args: argparse.Namespace) -> int:
     for lim in shapes.limits:
         if len(lim.expression.symbols) > 1:
             print(f"  {lim.expression} <= {lim.bound}  ({lim.reason})")
+    if shapes.input_limits:
+        print("input values:")
+        for lim in shapes.input_limits:
+            print(f"  {lim.name} in [-{lim.extent}, {lim.extent})  ({lim.reason})")
     for title, names in (("inputs:", model.input_names), ("outputs:", model.output_names)):
         print(title)
         for name in names:

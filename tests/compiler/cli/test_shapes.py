@@ -20,6 +20,8 @@ def test_a_kv_cache_decoder(tmp_path) -> None:
     lines = r.stdout.splitlines()
     assert lines[:4] == ["symbols:", "  batch in 1..4", "  seq in 0..", "  past in 0.."]
     assert "  attention_mask [batch, past + seq]" in lines
+    values = lines.index("input values:")
+    assert lines[values + 1].startswith("  input_ids in [-1000, 1000)  (Gather node '#12' reads ")
     assert lines[lines.index("outputs:") + 1 :][:2] == [
         "  logits [batch, seq, 1000]",
         "  present.0.key [batch, 2, past + seq, 16]",
