@@ -33,8 +33,8 @@ def cmd_shapes(args: argparse.Namespace) -> int:
             print(f"  {lim.expression} <= {lim.bound}  ({lim.reason})")
     if shapes.input_limits:
         print("input values:")
-        for lim in shapes.input_limits:
-            print(f"  {lim.name} in [-{lim.extent}, {lim.extent})  ({lim.reason})")
+        for values in shapes.input_limits:
+            print(f"  {values.name} in [-{values.extent}, {values.extent})  ({values.reason})")
     for title, names in (("inputs:", model.input_names), ("outputs:", model.output_names)):
         print(title)
         for name in names:
