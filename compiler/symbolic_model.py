@@ -20,8 +20,6 @@ compile serves every size, are not built (README, "Shapes").
 
 from __future__ import annotations
 
-import ast
-import operator
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -35,7 +33,13 @@ from compiler.compile_cache import cached_compile
 from compiler.errors import InputError, ZigguratError
 from compiler.frontend.onnx import load_model
 from compiler.frontend.onnx_signature import graph_signature, graph_skeleton
-from compiler.frontend.symbolic_shapes import SymbolicShapes, analyze
+from compiler.frontend.symbolic_shapes import (
+    Poly,
+    SymbolicShapes,
+    analyze,
+    input_dim_names,
+    parse_dim,
+)
 
 Dim = int | str
 """A dimension of an input: its size, or the name of the symbol it is."""
@@ -76,21 +80,12 @@ def _dims_of(
 ) -> dict[str, list[Dim]]:
     """input_dims from a signature already read."""
     dims: dict[str, list[Dim]] = {}
-    for inp in inputs:
-        if inp.name in inits or not inp.type.HasField("tensor_type"):
-            continue
-        tt = inp.type.tensor_type
-        if not tt.HasField("shape"):
-            if given is None or inp.name not in given:
-                raise DimError(f"input '{inp.name}' has no shape; pass it in input_shapes")
-            dims[inp.name] = list(given[inp.name])
-            continue
-        dims[inp.name] = [
-            d.dim_value
-            if d.HasField("dim_value") and d.dim_value >= 0
-            else d.dim_param or f"{inp.name}.{k}"
-            for k, d in enumerate(tt.shape.dim)
-        ]
+    for name, ds in input_dim_names(inputs, inits).items():
+        if ds is None:
+            if given is None or name not in given:
+                raise DimError(f"input '{name}' has no shape; pass it in input_shapes")
+            ds = list(given[name])
+        dims[name] = ds
     return dims
 
 
@@ -162,27 +157,8 @@ def _spell(dims: list[Dim]) -> str:
 def _evaluate(expression: str, sizes: Mapping[str, int]) -> int | None:
     """The value of a symbol that exporters spell as arithmetic over other symbols
     (`past + seq`, `2*seq`), or None when it is a plain name or names an unbound symbol."""
-    try:
-        tree = ast.parse(expression, mode="eval").body
-    except SyntaxError:
-        return None
-    if isinstance(tree, ast.Name):
-        return None
-    ops = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul}
-
-    def value(node: ast.expr) -> int:
-        if isinstance(node, ast.Constant) and type(node.value) is int:
-            return node.value
-        if isinstance(node, ast.Name) and node.id in sizes and node.id != expression:
-            return sizes[node.id]
-        if isinstance(node, ast.BinOp) and type(node.op) in ops:
-            return ops[type(node.op)](value(node.left), value(node.right))
-        raise ValueError
-
-    try:
-        return value(tree)
-    except ValueError:
-        return None
+    poly = parse_dim(expression, set(sizes) - {expression})
+    return None if poly == Poly.symbol(expression) else poly.evaluate(sizes)
 
 
 def _dtype_name(elem_type: int) -> str:
@@ -208,7 +184,9 @@ class SymbolicModel:
         cache), the same for every specialization."""
         self.model = model
         self.input_shapes = dict(input_shapes or {})
-        inputs, outputs, inits = _signature(model)  # read once: a path's parse may be slow
+        graph = _graph(model)  # read once, without the weights: a path's parse may be slow
+        inputs, outputs = list(graph.input), list(graph.output)
+        inits = {t.name for t in graph.initializer}
         self.input_dims = _dims_of(inputs, inits, self.input_shapes)
         self.output_names = [o.name for o in outputs]
         self.input_dtypes = {
@@ -224,7 +202,7 @@ class SymbolicModel:
                     self.symbols.setdefault(d, []).append((name, axis))
         fixed = self._fixed_by(self.input_shapes)
         self.bounds = _bounds(self.symbols, dict(dims or {}), fixed)
-        self.shapes: SymbolicShapes = analyze(_graph(model))
+        self.shapes: SymbolicShapes = analyze(graph)
         """Every tensor's shape over the symbols, and the limits the model puts on them."""
         self.bound_reasons: dict[str, str] = {}
         """Why a symbol's upper bound is what it is, where the model sets it."""

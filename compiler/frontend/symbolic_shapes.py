@@ -242,31 +242,42 @@ class SymbolicShapes:
         return out
 
 
-def symbol_dims(inputs: Iterable[onnx.ValueInfoProto], inits: set[str]) -> dict[str, Shape]:
-    """Each graph input's dims as polynomials: a `dim_param` is a symbol, or arithmetic over
-    symbols that other dims name alone (`past + seq`); an unknown dim without one is the
-    symbol `INPUT.AXIS` (compiler/symbolic_model.py names them so too)."""
-    raw: dict[str, list[int | str]] = {}
+def input_dim_names(
+    inputs: Iterable[onnx.ValueInfoProto], inits: set[str]
+) -> dict[str, list[int | str] | None]:
+    """Each graph input that is a tensor and not an initializer -> its dims: sizes, or symbol
+    names (a `dim_param`; an unknown dim without one is called `INPUT.AXIS`); None where the
+    input declares no shape."""
+    raw: dict[str, list[int | str] | None] = {}
     for inp in inputs:
         if inp.name in inits or not inp.type.HasField("tensor_type"):
             continue
         tt = inp.type.tensor_type
-        if not tt.HasField("shape"):
-            continue
-        raw[inp.name] = [
-            d.dim_value
-            if d.HasField("dim_value")
-            else (d.dim_param if d.dim_param else f"{inp.name}.{axis}")
-            for axis, d in enumerate(tt.shape.dim)
-        ]
+        raw[inp.name] = (
+            [
+                d.dim_value
+                if d.HasField("dim_value") and d.dim_value >= 0
+                else d.dim_param or f"{inp.name}.{axis}"
+                for axis, d in enumerate(tt.shape.dim)
+            ]
+            if tt.HasField("shape")
+            else None
+        )
+    return raw
+
+
+def symbol_dims(inputs: Iterable[onnx.ValueInfoProto], inits: set[str]) -> dict[str, Shape]:
+    """Each graph input's dims (input_dim_names) as polynomials: a symbol, or arithmetic over
+    symbols that other dims name alone (`past + seq`)."""
+    raw = {k: ds for k, ds in input_dim_names(inputs, inits).items() if ds is not None}
     plain = {d for ds in raw.values() for d in ds if isinstance(d, str) and d.isidentifier()}
     return {
-        name: [Poly.const(d) if isinstance(d, int) else _parse_dim(d, plain) for d in ds]
+        name: [Poly.const(d) if isinstance(d, int) else parse_dim(d, plain) for d in ds]
         for name, ds in raw.items()
     }
 
 
-def _parse_dim(text: str, plain: set[str]) -> Poly:
+def parse_dim(text: str, plain: set[str]) -> Poly:
     """`text` as arithmetic over the plain symbols where it is such, else a symbol itself."""
     try:
         tree = ast.parse(text, mode="eval").body

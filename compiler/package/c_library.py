@@ -258,10 +258,10 @@ def export_shared_library(
                 "can be exported as a C library",
             )
         check_host(path, manifest.get("target"))
-        inputs, outputs = _specs(path, manifest, "inputs"), _specs(path, manifest, "outputs")
-        checks = [s for s in outputs if s.index_check is not None]
-        outputs = [s for s in outputs if s.index_check is None]
-        if outputs + checks != _specs(path, manifest, "outputs"):  # @main returns them last
+        inputs, results = _specs(path, manifest, "inputs"), _specs(path, manifest, "outputs")
+        checks = [s for s in results if s.index_check is not None]
+        outputs = [s for s in results if s.index_check is None]
+        if outputs + checks != results:  # @main returns the checks last
             raise PackageError(path, "manifest.json: an index check comes before an output")
         section: Any = manifest.get(llvm_cpu.BACKEND)
         try:
