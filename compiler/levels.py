@@ -29,6 +29,8 @@ LEVELS: dict[str, tuple[str, ...]] = {
     # schedules (tuned ones are applied before this level; default-schedule fills the rest)
     "loops": ("default-schedule", "convert-linalg-to-loops"),
     "llvm-dialect": (
+        # memrefs with `?` dims: sizes as arguments, accesses through their root buffer
+        "resolve-dynamic-memrefs",
         "convert-parallel-to-runtime",
         "convert-scf-to-cf",
         "convert-vector-to-llvm",

@@ -72,6 +72,7 @@ PASSES: dict[str, str] = {
     "fold-transposes": "passes.transforms.fold_transposes:FoldTransposesPass",
     "fuse-elementwise": "passes.transforms.fuse_elementwise:FuseElementwisePass",
     # same-level transforms
+    "resolve-dynamic-memrefs": "passes.transforms.resolve_dynamic_memrefs:ResolveDynamicMemrefsPass",
     "bufferize": "passes.transforms.bufferize:BufferizePass",
     "outline-kernels": "passes.transforms.outline_kernels:OutlineKernelsPass",
     "profile-kernels": "passes.transforms.profile_kernels:ProfileKernelsPass",

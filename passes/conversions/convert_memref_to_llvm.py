@@ -14,17 +14,19 @@ from typing import ClassVar
 from xdsl.context import Context
 from xdsl.dialects import llvm, memref
 from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
     DenseIntOrFPElementsAttr,
     IntAttr,
     IntegerAttr,
     MemRefType,
     ModuleOp,
+    NoneAttr,
     TensorType,
     UnitAttr,
     i8,
     i64,
 )
-from xdsl.ir import Attribute, Operation
+from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.parser import Parser
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
@@ -35,6 +37,8 @@ from xdsl.pattern_rewriter import (
 
 from dialects.attributes import ARENA_SLOT_ATTR, RELEASE_ARENAS_FUNCTION
 from passes.analysis.main_function import main_function
+from passes.analysis.memref_layouts import is_static_layout
+from passes.analysis.pass_errors import op_error
 from passes.conversions.llvm_common import (
     PTR,
     const_int,
@@ -163,8 +167,11 @@ class AllocLowering(RewritePattern):
     def match_and_rewrite(self, op: memref.AllocOp, rewriter: PatternRewriter) -> None:
         mtype = op.memref.type
         assert isinstance(mtype, MemRefType)
-        if op.dynamic_sizes or op.symbol_operands:
-            raise NotImplementedError("memref.alloc with dynamic sizes")
+        if op.symbol_operands:
+            raise op_error(op, "memref.alloc with symbol operands")
+        if op.dynamic_sizes:
+            _dynamic_alloc(op, mtype, rewriter)
+            return
         size = -(-max(_byte_size(mtype), 1) // ALIGNMENT) * ALIGNMENT
         nbytes = const_int(size)
         slot = _slot(op)
@@ -178,6 +185,42 @@ class AllocLowering(RewritePattern):
         align = const_int(ALIGNMENT)
         call = llvm.CallOp("aligned_alloc", align.result, nbytes.result, return_type=PTR)
         replace(rewriter, op, [align, nbytes, call], [call.returned])
+
+
+def _dynamic_alloc(op: memref.AllocOp, mtype: MemRefType, rewriter: PatternRewriter) -> None:
+    """aligned_alloc of the run-time size: the product of the sizes, rounded up to the
+    alignment (at least one alignment, as for an empty static buffer)."""
+    if not isinstance(mtype.layout, NoneAttr):
+        raise op_error(op, f"memref.alloc of {mtype}: run-time sizes need the row-major layout")
+    static = 1
+    for d in mtype.get_shape():
+        static *= 1 if d == DYNAMIC_INDEX else d
+    ops: list[Operation] = []
+    total = const_int(static * element_size(mtype.element_type))
+    ops.append(total)
+    count: SSAValue = total.result
+    for size in op.dynamic_sizes:
+        mul = llvm.MulOp(count, operand(rewriter, op, size))
+        ops.append(mul)
+        count = mul.res
+    round_up, mask, zero, least = (
+        const_int(ALIGNMENT - 1),
+        const_int(-ALIGNMENT),
+        const_int(0),
+        const_int(ALIGNMENT),
+    )
+    padded = llvm.AddOp(count, round_up.result)
+    rounded = llvm.AndOp(padded.res, mask.result)
+    empty = llvm.ICmpOp(rounded.res, zero.result, IntegerAttr(0, 64))  # eq
+    nbytes = llvm.SelectOp(empty.res, least.result, rounded.res)
+    ops += [round_up, mask, zero, least, padded, rounded, empty, nbytes]
+    size_value = nbytes.res
+    module = op.get_toplevel_object()
+    assert isinstance(module, ModuleOp)
+    declare_function(module, "aligned_alloc", [i64, i64], PTR)
+    align = const_int(ALIGNMENT)
+    call = llvm.CallOp("aligned_alloc", align.result, size_value, return_type=PTR)
+    replace(rewriter, op, [*ops, align, call], [call.returned])
 
 
 class AllocaLowering(RewritePattern):
@@ -212,8 +255,6 @@ class ViewLowering(RewritePattern):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: memref.ViewOp, rewriter: PatternRewriter) -> None:
-        if op.sizes:
-            raise NotImplementedError("memref.view with dynamic sizes")
         src = operand(rewriter, op, op.source)
         shift = operand(rewriter, op, op.byte_shift)
         gep = llvm.GEPOp(src, [llvm.GEP_USE_SSA_VAL], i8, ssa_indices=[shift], inbounds=True)
@@ -237,8 +278,13 @@ class SamePointer(RewritePattern):
         for v in op.operands[1:]:
             if isinstance(v.type, MemRefType):
                 raise NotImplementedError(f"{op.name} with several memref operands")
-        if isinstance(op, memref.SubviewOp | memref.ReinterpretCastOp) and (len(op.operands) > 1):
-            raise NotImplementedError(f"{op.name} with dynamic offsets/sizes/strides")
+        result = op.results[0].type if op.results else None
+        if isinstance(result, MemRefType) and not is_static_layout(result):
+            # a view at a run-time offset or with run-time strides: resolve-dynamic-memrefs
+            # turns its accesses into ones through its root (run-time sizes alone are fine)
+            raise op_error(
+                op, f"{op.name} to {result} needs resolve-dynamic-memrefs first (run-time layout)"
+            )
         if isinstance(op, memref.AssumeAlignmentOp) and not op.results:
             rewriter.erase_op(op)
             return

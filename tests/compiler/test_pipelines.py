@@ -134,6 +134,7 @@ def _only_llvm(module: ModuleOp) -> None:
 def test_llvm_level_passes_are_registered_under_fixed_names() -> None:
     ours = [p for p in LEVELS["llvm-dialect"] if p in PASSES]
     assert ours == [
+        "resolve-dynamic-memrefs",
         "convert-parallel-to-runtime",
         "convert-vector-to-llvm",
         "convert-memref-to-llvm",
