@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from xdsl.dialects.builtin import MemRefType
+from xdsl.dialects.builtin import DYNAMIC_INDEX, MemRefType
 from xdsl.dialects.linalg.attrs import IteratorType
 from xdsl.dialects.linalg.ops import GenericOp
 from xdsl.ir import SSAValue
@@ -32,6 +32,9 @@ class OperandAccess:
     coefs: list[list[int]]  # coefs[r][d]: coefficient of loop d in map result r
     consts: list[int]  # constant term of each map result
     loop_strides: list[int] = field(default_factory=list)  # element stride per loop
+    runtime_offset: bool = False
+    """The layout offset is `?` (a block of a kernel with run-time extents, dynamic_blocks.py):
+    `offset` is 0 and the flat view adds the run-time one."""
 
     @property
     def is_scalar(self) -> bool:
@@ -77,6 +80,14 @@ class KernelInfo:
         return self.accesses[-1]
 
 
+def has_dynamic_shape(op: GenericOp) -> bool:
+    """Whether a kernel has run-time extents (a memref operand with a `?` dim): it is lowered as
+    static blocks (linalg_to_loops/dynamic_blocks.py), each scheduled on its own."""
+    return any(
+        isinstance(v.type, MemRefType) and DYNAMIC_INDEX in v.type.get_shape() for v in op.operands
+    )
+
+
 def linear_form(amap: AffineMap) -> tuple[list[list[int]], list[int]]:
     """Coefficients and constants of an affine-linear map; raises if a result is not linear."""
     n = amap.num_dims
@@ -119,16 +130,22 @@ def analyze_kernel(op: GenericOp) -> KernelInfo:
             shape = tuple(mtype.get_shape())
             strides = mtype.get_strides()
             offset = mtype.get_offset()
-            if strides is None or any(s is None for s in strides) or offset is None:
-                raise KernelAnalysisError(f"operand #{i} has a dynamic layout: {mtype}")
             if any(s < 0 for s in shape):
                 raise KernelAnalysisError(f"operand #{i} has a dynamic shape: {mtype}")
-            mem_strides = tuple(int(s) for s in strides)  # type: ignore[arg-type]
+            # a unit dim's stride is never used (its index is 0): a run-time one is fine
+            if strides is None or any(
+                s is None and n != 1 for s, n in zip(strides, shape, strict=True)
+            ):
+                raise KernelAnalysisError(f"operand #{i} has a dynamic layout: {mtype}")
+            mem_strides = tuple(0 if s is None else int(s) for s in strides)
+            runtime_offset = offset is None
+            offset = offset or 0
         else:
             if coefs:
                 raise KernelAnalysisError(f"operand #{i} is not a memref: {value.type}")
-            shape, mem_strides, offset = (), (), 0
+            shape, mem_strides, offset, runtime_offset = (), (), 0, False
         acc = OperandAccess(value, is_output, shape, mem_strides, int(offset), coefs, consts)
+        acc.runtime_offset = runtime_offset
         acc.loop_strides = [
             sum(mem_strides[r] * coefs[r][d] for r in range(len(coefs))) for d in range(n)
         ]

@@ -16,6 +16,7 @@ from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import DiagnosticException
 
 from dialects.sched import SCHEDULE_ATTR_NAME
+from passes.analysis.kernel_access import has_dynamic_shape
 from passes.schedule.attached import kernel_info, set_schedule
 from passes.schedule.cpu_target import cpu_target
 from passes.schedule.default import default_schedule, parallel_schedule
@@ -58,7 +59,11 @@ class DefaultSchedulePass(ModulePass):
             except ValueError as e:
                 raise DiagnosticException(f"{self.name}: option 'target': {e}") from e
         for g in op.walk():
-            if isinstance(g, linalg.GenericOp) and SCHEDULE_ATTR_NAME not in g.attributes:
+            if (
+                isinstance(g, linalg.GenericOp)
+                and SCHEDULE_ATTR_NAME not in g.attributes
+                and not has_dynamic_shape(g)  # its static blocks are scheduled when lowered
+            ):
                 info = kernel_info(g, self.name)
                 if gpu is not None:
                     set_schedule(g, gpu_default_schedule(info, gpu))

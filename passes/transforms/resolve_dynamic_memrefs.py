@@ -8,8 +8,9 @@ pointer, so this pass does at the memref level what MLIR's `expand-strided-metad
 - each `?` dim of a function's memref argument becomes one more `index` argument, appended
   after the others in argument order (`{ziggurat.size_of = "ARG.DIM"}` names it); calls pass
   the sizes of what they pass;
-- `memref.dim` becomes the value holding that size (an alloc's operand, a size argument, a
-  subview's operand, a product for a collapse);
+- `memref.dim` (and `memref.extract_strided_metadata`) becomes the value holding that size,
+  stride or offset (an alloc's operand, a size argument, a subview's operand, a product for a
+  collapse);
 - a load or store through a memref whose strides or offset are `?` becomes one through a 1-D
   `memref.reinterpret_cast` of its root buffer at `offset + sum(i_k * stride_k)`, computed from
   the values the views were made with (passes/analysis/memref_layouts.py);
@@ -195,6 +196,8 @@ class ResolveDynamicMemrefsPass(ModulePass):
                     _pass_sizes(inner, layouts)
                 elif isinstance(inner, memref.DimOp):
                     _fold_dim(inner, layouts)
+                elif isinstance(inner, memref.ExtractStridedMetaDataOp):
+                    _fold_metadata(inner, layouts)
                 elif _memref_operand(inner) is not None:
                     _, value = _memref_operand(inner)  # type: ignore[misc]
                     if isinstance(value.type, MemRefType) and not is_static_layout(value.type):
@@ -235,3 +238,13 @@ def _fold_dim(op: memref.DimOp, layouts: MemrefLayouts) -> None:
     layout = layouts.of(op.source)
     arith_ = IndexArith(InsertPoint.before(op))
     Rewriter.replace_op(op, [], [arith_.value(layout.sizes[dim])])
+
+
+def _fold_metadata(op: memref.ExtractStridedMetaDataOp, layouts: MemrefLayouts) -> None:
+    """The offset, sizes and strides it extracts are the values the layout holds."""
+    if op.base_buffer.uses:
+        raise op_error(op, "the base buffer of memref.extract_strided_metadata is not resolved")
+    layout = layouts.of(op.source)
+    arith_ = IndexArith(InsertPoint.before(op))
+    values = [arith_.value(x) for x in (layout.offset, *layout.sizes, *layout.strides)]
+    Rewriter.replace_op(op, [], [arith_.value(0), *values])

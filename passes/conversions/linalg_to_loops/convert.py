@@ -16,7 +16,13 @@ from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import DiagnosticException
 
 from dialects.sched import Schedule
-from passes.analysis.kernel_access import KernelAnalysisError, KernelInfo, analyze_kernel
+from passes.analysis.kernel_access import (
+    KernelAnalysisError,
+    KernelInfo,
+    analyze_kernel,
+    has_dynamic_shape,
+)
+from passes.conversions.linalg_to_loops.dynamic_blocks import split_dynamic_kernel
 from passes.conversions.linalg_to_loops.loop_nest import LoopNestGenerator
 from passes.conversions.loop_codegen.fills import fill_to_generic, fills_to_generics
 from passes.conversions.loop_codegen.fusion import Fusion, fused_schedule, plan_fusion
@@ -88,6 +94,11 @@ class ConvertLinalgToLoopsPass(ModulePass):
             raise DiagnosticException(
                 "convert-linalg-to-loops expects linalg.generic on memrefs (run bufferize first)"
             )
+        dynamic = [kernel for kernel in generics if has_dynamic_shape(kernel)]
+        if dynamic:  # run-time extents: static blocks of the kernel (dynamic_blocks.py)
+            for kernel in dynamic:
+                split_dynamic_kernel(kernel)
+            generics = [o for o in op.walk() if isinstance(o, linalg.GenericOp)]
         plans = plan_fusion(generics) if self.fuse else {}
         fused = {g for f in plans.values() for g in f.generics()}
         for kernel in generics:

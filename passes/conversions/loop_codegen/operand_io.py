@@ -15,7 +15,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from xdsl.dialects import arith, memref, vector
-from xdsl.dialects.builtin import DenseArrayBase, FloatAttr, MemRefType, VectorType, i64
+from xdsl.dialects.builtin import (
+    DenseArrayBase,
+    FloatAttr,
+    MemRefType,
+    StridedLayoutAttr,
+    VectorType,
+    i64,
+)
 from xdsl.ir import Attribute, SSAValue
 
 from passes.analysis.kernel_access import OperandAccess
@@ -74,9 +81,20 @@ class OperandIO:
             access.offset + sum((n - 1) * s for n, s in zip(access.shape, access.mem_strides)) + 1
         )
         elem = access.value.type.element_type  # type: ignore[attr-defined]
-        cast = memref.ReinterpretCastOp(
-            access.value, [], [], [], [0], [extent], [1], MemRefType(elem, [extent])
-        )
+        if access.runtime_offset:  # a block at a run-time offset: the view starts there
+            meta = memref.ExtractStridedMetaDataOp(access.value)
+            self.emitter.hoist(meta)
+            cast = memref.ReinterpretCastOp.from_dynamic(
+                access.value,
+                [meta.offset],
+                [extent],
+                [1],
+                MemRefType(elem, [extent], StridedLayoutAttr([1], None)),
+            )
+        else:
+            cast = memref.ReinterpretCastOp(
+                access.value, [], [], [], [0], [extent], [1], MemRefType(elem, [extent])
+            )
         self.emitter.hoist(cast)
         self.emitter.hoisted[key] = cast.result
         return cast.result

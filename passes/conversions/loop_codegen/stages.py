@@ -49,6 +49,7 @@ def compose_access(access: OperandAccess, target: OperandAccess) -> OperandAcces
         access.offset,
         coefs,
         consts,
+        runtime_offset=access.runtime_offset,
     )
     out.loop_strides = [
         sum(access.mem_strides[r] * coefs[r][d] for r in range(len(coefs)))

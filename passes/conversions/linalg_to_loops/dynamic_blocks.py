@@ -1,0 +1,193 @@
+"""Kernels with run-time extents as static blocks, so the static loop generator takes each block.
+
+A linalg.generic on memrefs with `?` dims runs a loop nest whose extents are known only at run
+time. The loop generator (loop_nest.py, register tiles, packing) is built on static extents, so
+each loop with a run-time extent n is cut here into blocks of static sizes, DietCode-style:
+
+    scf.for s = 0 to n - n % B step B:   kernel on subviews [s, B)          (full blocks)
+    r = n % B
+    scf.if r & B/2:  kernel on [n - r, B/2)                                 (the remainder as
+    scf.if r & B/4:  kernel on [n - r + (r & B/2), B/4)   ...  down to 1     its binary digits)
+
+Each block is the same generic on subviews of static shape at run-time offsets (scheduled by
+default like any kernel). Parallel loops split this way compute disjoint outputs; a reduction loop
+split this way accumulates into its output block after block, as linalg's semantics say.
+
+A `?` dim of an operand must be indexed by a loop alone (`d` in its indexing map); a block must
+have static strides (outer `?` dims, or `?` strides of unit dims): run-time strides inside a
+block are not generated yet and are refused naming the operand.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from xdsl.dialects import arith, memref, scf
+from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
+    IndexType,
+    IntegerAttr,
+    MemRefType,
+    StridedLayoutAttr,
+)
+from xdsl.dialects.linalg import ops as linalg
+from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from dialects.sched import SCHEDULE_ATTR_NAME
+from passes.analysis.kernel_access import linear_form
+from passes.analysis.pass_errors import op_error
+
+BLOCK = 64
+"""Block size along a loop with a run-time extent: full blocks of 64, then 32, 16, ... 1."""
+
+
+class _Builder:
+    """Inserts ops in order at one point (the start of a block or before an op)."""
+
+    def __init__(self, point: InsertPoint) -> None:
+        self.point = point
+
+    def add(self, op: Operation) -> SSAValue:
+        Rewriter.insert_op(op, self.point)
+        return op.results[0] if op.results else None  # type: ignore[return-value]
+
+    def index(self, value: int) -> SSAValue:
+        return self.add(arith.ConstantOp(IntegerAttr(value, IndexType())))
+
+
+def _loop_of_dims(op: linalg.GenericOp) -> list[list[int | None]]:
+    """For each operand, for each memref dim, the loop indexing it alone (`d`), else None."""
+    found: list[list[int | None]] = []
+    for amap in op.indexing_maps:
+        coefs, consts = linear_form(amap.data)
+        rows: list[int | None] = []
+        for row, const in zip(coefs, consts, strict=True):
+            nz = [d for d, c in enumerate(row) if c]
+            rows.append(nz[0] if len(nz) == 1 and row[nz[0]] == 1 and const == 0 else None)
+        found.append(rows)
+    return found
+
+
+def split_dynamic_kernel(op: linalg.GenericOp, block: int = BLOCK) -> None:
+    """Replace `op` by static blocks of itself (see the module docstring)."""
+    operands = list(op.operands)
+    loops_of = _loop_of_dims(op)
+    extent_of: dict[int, tuple[SSAValue, int]] = {}
+    for i, value in enumerate(operands):
+        t = value.type
+        if not isinstance(t, MemRefType):
+            continue
+        for r, size in enumerate(t.get_shape()):
+            if size != DYNAMIC_INDEX:
+                continue
+            d = loops_of[i][r]
+            if d is None:
+                raise op_error(
+                    op,
+                    f"operand #{i} has a run-time dim {r} indexed by an expression of several "
+                    "loops; only a dim indexed by one loop can have a run-time size",
+                )
+            extent_of.setdefault(d, (value, r))
+    dynamic = sorted(extent_of)
+    b = _Builder(InsertPoint.before(op))
+    extents = {d: b.add(memref.DimOp(v, b.index(r))) for d, (v, r) in extent_of.items()}
+    _blocks(op, b, dynamic, extents, {}, block, loops_of)
+    Rewriter.erase_op(op)
+
+
+def _blocks(
+    op: linalg.GenericOp,
+    b: _Builder,
+    dims: Sequence[int],
+    extents: dict[int, SSAValue],
+    placed: dict[int, tuple[SSAValue, int]],
+    block: int,
+    loops_of: list[list[int | None]],
+) -> None:
+    """The blocks along `dims[0]` (and inside each, along the rest), at the offsets `placed`."""
+    if not dims:
+        _block_kernel(op, b, placed, loops_of)
+        return
+    d, rest = dims[0], dims[1:]
+    n = extents[d]
+    size_b = b.index(block)
+    remainder = b.add(arith.RemUIOp(n, size_b))
+    full_end = b.add(arith.SubiOp(n, remainder))
+    body = Block(arg_types=[IndexType()])
+    loop = scf.ForOp(b.index(0), full_end, size_b, [], body)
+    b.add(loop)
+    inner = _Builder(InsertPoint.at_end(body))
+    _blocks(op, inner, rest, extents, {**placed, d: (body.args[0], block)}, block, loops_of)
+    inner.add(scf.YieldOp())
+    bit = block // 2
+    while bit >= 1:
+        taken = b.add(arith.AndIOp(remainder, b.index(bit)))
+        cond = b.add(arith.CmpiOp(taken, b.index(0), "ne"))
+        higher = b.add(arith.AndIOp(remainder, b.index(-2 * bit)))
+        start = b.add(arith.AddiOp(full_end, higher))
+        then = Block()
+        b.add(scf.IfOp(cond, [], Region(then)))
+        inner = _Builder(InsertPoint.at_end(then))
+        _blocks(op, inner, rest, extents, {**placed, d: (start, bit)}, block, loops_of)
+        inner.add(scf.YieldOp())
+        bit //= 2
+
+
+def _block_kernel(
+    op: linalg.GenericOp,
+    b: _Builder,
+    placed: dict[int, tuple[SSAValue, int]],
+    loops_of: list[list[int | None]],
+) -> None:
+    """The generic on subviews of its operands at the block `placed`."""
+    views: list[SSAValue] = []
+    for i, value in enumerate(op.operands):
+        t = value.type
+        if not isinstance(t, MemRefType) or not any(
+            loops_of[i][r] in placed for r in range(len(t.get_shape()))
+        ):
+            views.append(value)
+            continue
+        offsets: list[SSAValue | int] = []
+        sizes: list[int] = []
+        for r, size in enumerate(t.get_shape()):
+            d = loops_of[i][r]
+            if d is not None and d in placed:
+                offsets.append(placed[d][0])
+                sizes.append(placed[d][1])
+            else:
+                offsets.append(0)
+                sizes.append(size)
+        views.append(b.add(_subview(op, i, value, t, offsets, sizes)))
+    clone = op.clone()
+    clone.attributes.pop(SCHEDULE_ATTR_NAME, None)
+    for k, view in enumerate(views):
+        clone.operands[k] = view
+    b.add(clone)
+
+
+def _subview(
+    op: linalg.GenericOp,
+    i: int,
+    source: SSAValue,
+    t: MemRefType,
+    offsets: list[SSAValue | int],
+    sizes: list[int],
+) -> memref.SubviewOp:
+    """A subview of static `sizes` at `offsets`, of the type MLIR infers (its offset `?`); its
+    strides must be static but for unit dims (whose stride no access uses)."""
+    strides = t.get_strides()
+    if strides is None:
+        raise op_error(op, f"operand #{i} of type {t} has no strided layout")
+    for r, (stride, size) in enumerate(zip(strides, sizes, strict=True)):
+        if stride is None and size != 1:
+            raise op_error(
+                op,
+                f"operand #{i} ({t}): a block of it has a run-time stride (dim {r}); kernels with "
+                "run-time strides are not generated yet (only outer dims may be run-time)",
+            )
+    result = MemRefType(
+        t.element_type, sizes, StridedLayoutAttr(list(strides), None), t.memory_space
+    )
+    return memref.SubviewOp.get(source, offsets, sizes, [1] * len(sizes), result)
