@@ -14,7 +14,8 @@ is a direct, in-order rewrite of `@main`:
 * a late copy-elision step makes producers write straight into insert_slice destinations and
   out-params (copy-free concat/pad, last kernel writes the output);
 * all intermediate buffers are `memref.view`s into one 64-byte-aligned arena, placed by a
-  planner from `memory_plan.py` (greedy reuse by liveness by default).
+  planner from `memory_plan.py` (greedy reuse by liveness by default); one with `?` dims is a
+  `memref.alloc` of its run-time sizes instead (allocated per call, freed after its last kernel).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from typing import ClassVar, TypeVar, cast
 from xdsl.context import Context
 from xdsl.dialects import arith, func, memref, tensor
 from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
     AffineMapAttr,
     ArrayAttr,
     DenseArrayBase,
@@ -202,6 +204,9 @@ class _Bufferizer:
     roles: dict[tuple[SSAValue, int], list[str]] = field(default_factory=dict)
     symbols: set[str] | None = None
     next_constant: int = 0
+    dynamic: dict[SSAValue, memref.AllocOp] = field(default_factory=dict)
+    """Intermediates with run-time sizes (`?` dims): allocated per call where they are made
+    and freed after their last kernel; the planned arena holds the static ones."""
 
     def __post_init__(self) -> None:
         self.arena_placeholder = memref.AllocOp.get(i8, 64, [0])
@@ -253,14 +258,33 @@ class _Bufferizer:
             self.residents[root] = live
         return live
 
-    def new_buffer(self, t: MemRefType[Attribute]) -> SSAValue:
-        """A fresh intermediate buffer; its arena offset is filled in by the planner."""
+    def new_buffer(self, t: MemRefType[Attribute], sizes: Sequence[SSAValue] = ()) -> SSAValue:
+        """A fresh intermediate buffer; its arena offset is filled in by the planner. One with
+        `?` dims (of run-time `sizes`) is allocated where it is made."""
+        if DYNAMIC_INDEX in t.get_shape():
+            alloc = self.emit(memref.AllocOp(list(sizes), [], t, IntegerAttr(64, i64)))
+            self.base[alloc.memref] = alloc.memref
+            self.dynamic[alloc.memref] = alloc
+            return alloc.memref
         offset = arith.ConstantOp(IntegerAttr(0, IndexType()))
         view = memref.ViewOp(self.arena_placeholder, offset, [], t)
         self.plan_views.append(view)
         self.planned[view.result] = view
         self.base[view.result] = view.result
         return view.result
+
+    def sizes_of(self, buf: SSAValue) -> list[SSAValue]:
+        """The run-time sizes of `buf`'s `?` dims (memref.dim, emitted here)."""
+        sizes: list[SSAValue] = []
+        for k, d in enumerate(_memref_type(buf).get_shape()):
+            if d == DYNAMIC_INDEX:
+                index = self.emit(arith.ConstantOp(IntegerAttr(k, IndexType())))
+                sizes.append(self.emit(memref.DimOp(buf, index.result)).result)
+        return sizes
+
+    def is_intermediate(self, root: SSAValue) -> bool:
+        """A buffer this pass made for an intermediate (planned, or allocated per call)."""
+        return root in self.planned or root in self.dynamic
 
     def emit(self, op: _OpT) -> _OpT:
         self.body.append(op)
@@ -282,7 +306,7 @@ class _Bufferizer:
         """Whether op `i` may overwrite the buffer of `init`: it is an intermediate and no
         tensor sharing it is needed afterwards (nor read by op `i` itself)."""
         root = self.base[self.vmap[init]]
-        if root not in self.planned:
+        if not self.is_intermediate(root):
             return False
         for t in self.live_residents(root, i):
             if t is init:
@@ -296,7 +320,9 @@ class _Bufferizer:
         """The buffer op `i` writes its result for `init` into (destination passing)."""
         if self.writable_in_place(init, i):
             return self.vmap[init]
-        fresh = self.new_buffer(tensor_to_memref(_tensor_type(init.type)))
+        fresh = self.new_buffer(
+            tensor_to_memref(_tensor_type(init.type)), self.sizes_of(self.vmap[init])
+        )
         if needs_content:
             self.copy(self.vmap[init], fresh)
         return fresh
@@ -310,7 +336,12 @@ class _Bufferizer:
             case tensor.EmptyOp():
                 if op.tensor.uses:
                     ty = tensor_to_memref(op.tensor.type)
-                    self.bind(op.tensor, self.new_buffer(ty))
+                    sizes = [self.vmap.get(v, v) for v in op.dynamic_sizes]
+                    self.bind(op.tensor, self.new_buffer(ty, sizes))
+            case tensor.DimOp():
+                index = self.vmap.get(op.index, op.index)
+                dim = self.emit(memref.DimOp(self.vmap[op.source], index))
+                self.vmap[op.result] = dim.result
             case FillOp():
                 out = self.dest_buffer(op.outputs[0], i, needs_content=False)
                 fill = FillOp([self.vmap.get(v, v) for v in op.inputs], [out], res=())
@@ -338,7 +369,9 @@ class _Bufferizer:
                 reassoc = _reassociation(op)
                 src_t = _memref_type(src)
                 if not is_collapsible(src_t, reassoc):
-                    fresh = self.new_buffer(tensor_to_memref(_tensor_type(op.src.type)))
+                    fresh = self.new_buffer(
+                        tensor_to_memref(_tensor_type(op.src.type)), self.sizes_of(src)
+                    )
                     self.copy(src, fresh)
                     src, src_t = fresh, _memref_type(fresh)
                 collapse = memref.CollapseShapeOp.build(
@@ -468,7 +501,7 @@ class _Bufferizer:
             if buf is None or buf.type != out_type or maps[j] != out_map:
                 continue
             root = self.base[buf]
-            if root in taken or root not in self.planned:
+            if root in taken or not self.is_intermediate(root):
                 continue
             residents = self.live_residents(root, i)
             if any(
@@ -605,7 +638,7 @@ class _Bufferizer:
         """Make the producer of a copied intermediate write into the copy's target instead."""
         for c in list(self.copies):
             src, dst = c.inputs[0], c.outputs[0]
-            view = self.planned.get(src)
+            view: Operation | None = self.planned.get(src) or self.dynamic.get(src)
             if view is None:
                 self.elide_reshaped_copy(c)
                 continue
@@ -640,8 +673,12 @@ class _Bufferizer:
             self.body.remove(c)
             c.erase()
             self.copies.remove(c)
-            self.plan_views.remove(view)
-            del self.planned[src]
+            if isinstance(view, memref.ViewOp):
+                self.plan_views.remove(view)
+                del self.planned[src]
+            else:
+                self.body.remove(view)
+                del self.dynamic[src]
             del self.base[src]
             view.erase()
 
@@ -776,6 +813,38 @@ class _Bufferizer:
         check_plan(requests, plan)
         return used, plan
 
+    def place_dynamic(self) -> None:
+        """Each buffer allocated per call (with what computes its sizes) in front of the fusion
+        group of its first user, so that no group holds an alloc between its kernels; one that
+        no kernel took (an op wrote in place instead) is dropped."""
+        for root, alloc in list(self.dynamic.items()):
+            pos = self.positions()
+            users = self.users_of_root(root, pos)
+            if users:
+                self.hoist(root, self.group_start(min(users)))
+            else:
+                self.body.remove(alloc)
+                del self.dynamic[root]
+                del self.base[root]
+                alloc.erase()
+
+    def free_dynamic(self) -> None:
+        """A dealloc for each buffer allocated per call, after the fusion group of its last
+        user (inside a group it would split the kernel the group becomes)."""
+        pos = self.positions()
+        frees: list[tuple[int, memref.AllocOp]] = []
+        for root, alloc in self.dynamic.items():
+            frees.append((self.group_end(max(self.users_of_root(root, pos))), alloc))
+        for last, alloc in sorted(frees, key=lambda f: -f[0]):
+            self.body.insert(last + 1, memref.DeallocOp.get(alloc.memref))
+
+    def group_end(self, at: int) -> int:
+        """Where the fusion group of body[at] ends (`at` for an op of no group)."""
+        group = self.body[at].attributes.get(GROUP_ATTR)
+        if group is None:
+            return at
+        return max(k for k, o in enumerate(self.body) if o.attributes.get(GROUP_ATTR) == group)
+
     def finish(self, ret: func.ReturnOp, out_args: Sequence[SSAValue], block: Block) -> MemoryPlan:
         for value, out in zip(ret.operands, out_args, strict=True):
             self.copy(self.vmap[value], out)
@@ -805,6 +874,8 @@ class _Bufferizer:
                 view.erase()
                 assert isinstance(offset_op, Operation)
                 offset_op.erase()
+        self.place_dynamic()
+        self.free_dynamic()
         for op in self.body:
             block.add_op(op)
         if arena is not None:
