@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from compiler import parallel_runtime
+from compiler.errors import InputError
 from compiler.runtime import aligned_copy, aligned_empty
 from compiler.tensor_spec import TensorSpec, check_inputs, results
 
@@ -43,15 +44,47 @@ class HostModel:
         """compiler/tensor_spec.py check_inputs: InputError for a wrong name, dtype, shape."""
         return check_inputs(self.inputs, feeds)
 
-    def _buffers(self, feeds: Mapping[str, np.ndarray]) -> tuple[list[Any], list[np.ndarray]]:
-        args = [aligned_copy(a) for a in self.check_inputs(feeds)]
-        return args, [aligned_empty(s.shape, s.buffer_dtype) for s in self.outputs]
+    @property
+    def run_time_dims(self) -> bool:
+        """Whether @main takes sizes at run time (`?` dims: one compile for every size)."""
+        return any(s.run_time_dims for s in [*self.inputs, *self.outputs])
 
-    def run(self, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-        """Outputs by name; InputError for a wrong input name, dtype or shape."""
-        args, outs = self._buffers(feeds)
+    def _buffers(
+        self,
+        feeds: Mapping[str, np.ndarray],
+        output_shapes: Sequence[Sequence[int]] | None = None,
+    ) -> tuple[list[Any], list[np.ndarray]]:
+        args = [aligned_copy(a) for a in self.check_inputs(feeds)]
+        if output_shapes is None:
+            if any(s.run_time_dims for s in self.outputs):
+                raise InputError(
+                    "this model's outputs have run-time dims: run it through compile_symbolic, "
+                    "which knows their sizes (or pass output_shapes)"
+                )
+            output_shapes = [s.shape for s in self.outputs]
+        outs = [
+            aligned_empty(tuple(shape), s.buffer_dtype)
+            for s, shape in zip(self.outputs, output_shapes, strict=True)
+        ]
+        # @main's size arguments: each `?` dim of each buffer, inputs then outputs, in order
+        sizes = [
+            int(buf.shape[k])
+            for s, buf in zip([*self.inputs, *self.outputs], [*args, *outs], strict=True)
+            for k in s.run_time_dims
+        ]
+        return [*args, *outs, *sizes], outs
+
+    def run(
+        self,
+        feeds: Mapping[str, np.ndarray],
+        output_shapes: Sequence[Sequence[int]] | None = None,
+    ) -> dict[str, np.ndarray]:
+        """Outputs by name; InputError for a wrong input name, dtype or shape. A model with
+        run-time dims needs its outputs' shapes (what compile_symbolic computes from the
+        symbols)."""
+        call, outs = self._buffers(feeds, output_shapes)
         self._use_threads()
-        self.program.function("main")(*args, *outs)
+        self.program.function("main")(*call)
         return self.results(outs)
 
     def results(self, outs: Sequence[np.ndarray]) -> dict[str, np.ndarray]:
@@ -60,9 +93,13 @@ class HostModel:
         to their run-time length, the lengths themselves left out."""
         return results(self.outputs, outs)
 
-    def runner(self, feeds: Mapping[str, np.ndarray]) -> Callable[[], Any]:
+    def runner(
+        self,
+        feeds: Mapping[str, np.ndarray],
+        output_shapes: Sequence[Sequence[int]] | None = None,
+    ) -> Callable[[], Any]:
         """A zero-argument callable that runs the model on fixed buffers (for timing)."""
-        args, outs = self._buffers(feeds)
+        call, _ = self._buffers(feeds, output_shapes)
         fn = self.program.function("main")
         self._use_threads()
-        return lambda: fn(*args, *outs)
+        return lambda: fn(*call)

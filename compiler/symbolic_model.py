@@ -1,21 +1,28 @@
 """A model whose inputs have symbolic dimensions (batch, sequence, past length), run at any size
-within bounds the user gives: each binding of its symbols gets its own static-shape compile.
+within bounds the user gives: compiled once for every size where its operators allow, else once
+per binding of its symbols.
 
     model = compile_symbolic("gpt2.onnx", dims={"batch": (1, 8), "seq": (1, 512)})
     model.run({"input_ids": ids, ...})   # sizes read from the arrays, checked, then dispatched
 
-Kernels below the graph level have static extents (the compiler fixes every shape at import
-time and folds the shape arithmetic that exporters emit), so this is the dispatch side of
-symbolic shapes, as torch.compile's recompile-per-shape and TensorRT's per-profile engines are:
-the symbols are read from the model's inputs (ONNX `dim_param`s; an unnamed unknown dim is
-called `INPUT.AXIS`), every call binds them from the arrays it is given (a symbol shared by
-two inputs must agree; static dims must match; a size outside the bounds is one InputError
-naming the symbol, the input and the axis; the model's own bounds, a table of learned
-positions read at `Range(past, past + seq)`, come from compiler/frontend/symbolic_shapes.py
-and are checked too, naming the table and the node), and the specialization for that binding
-is taken from memory, else from the compile cache (compiler/compile_cache.py: a size seen by any earlier
-process is a load), else compiled once. Kernels whose extents are run-time values, so that one
-compile serves every size, are not built (README, "Shapes").
+The symbols are read from the model's inputs (ONNX `dim_param`s; an unnamed unknown dim is
+called `INPUT.AXIS`), every call binds them from the arrays it is given (a symbol shared by two
+inputs must agree; static dims must match; a size outside the bounds is one InputError naming
+the symbol, the input and the axis; the model's own bounds, a table of learned positions read at
+`Range(past, past + seq)`, come from compiler/frontend/symbolic_shapes.py and are checked too,
+naming the table and the node).
+
+**Once for every size** (`once()`): where every operator that reads a tensor whose shape depends
+on the symbols is compiled for run-time sizes (compiler/frontend/run_time_dims.py), the model is
+imported with those dims `?`; they stay `?` through the tensor, buffer and loop levels (kernels
+as static blocks, passes/conversions/linalg_to_loops/dynamic_blocks.py) and @main takes their
+sizes as arguments; the outputs' shapes come from the symbolic shape analysis. One compile (or
+one load from the compile cache) then serves every size.
+
+**Once per size** otherwise (`one_compile_refused` names the operator): the specialization for a
+binding is taken from memory, else from the compile cache (compiler/compile_cache.py: a size seen
+by any earlier process is a load), else compiled, as torch.compile's recompile-per-shape and
+TensorRT's per-profile engines do.
 """
 
 from __future__ import annotations
@@ -30,9 +37,11 @@ import numpy as np
 import onnx
 
 from compiler.compile_cache import cached_compile
-from compiler.errors import InputError, ZigguratError
+from compiler.errors import CompileError, InputError, ZigguratError
 from compiler.frontend.onnx import load_model
+from compiler.frontend.onnx_graph import op_key, subgraphs
 from compiler.frontend.onnx_signature import graph_signature, graph_skeleton
+from compiler.frontend.run_time_dims import RUN_TIME, RUN_TIME_DIM_OPS
 from compiler.frontend.symbolic_shapes import (
     Poly,
     SymbolicShapes,
@@ -178,10 +187,14 @@ class SymbolicModel:
         dims: Mapping[str, DimSpec] | None = None,
         input_shapes: Mapping[str, list[int]] | None = None,
         max_loaded: int = MAX_LOADED,
+        one_compile: bool | None = None,
         **options: Any,
     ) -> None:
         """`options`: cached_compile's (target, optimize, schedules, threads, preset, layout,
-        cache), the same for every specialization."""
+        cache), the same for every specialization. `one_compile`: True compiles once for every
+        size (a CompileError where the model has an operator not compiled for run-time sizes),
+        False once per size, None (the default) once where the model allows, else per size
+        (`one_compile_refused` says why)."""
         self.model = model
         self.input_shapes = dict(input_shapes or {})
         graph = _graph(model)  # read once, without the weights: a path's parse may be slow
@@ -203,6 +216,7 @@ class SymbolicModel:
         fixed = self._fixed_by(self.input_shapes)
         self.bounds = _bounds(self.symbols, dict(dims or {}), fixed)
         self.shapes: SymbolicShapes = analyze(graph)
+        self._nodes = [(op_key(n), n.name, list(n.input), bool(subgraphs(n))) for n in graph.node]
         """Every tensor's shape over the symbols, and the limits the model puts on them."""
         self.bound_reasons: dict[str, str] = {}
         """Why a symbol's upper bound is what it is, where the model sets it."""
@@ -212,6 +226,11 @@ class SymbolicModel:
         self._loaded: OrderedDict[tuple[int, ...], Any] = OrderedDict()
         self.compiles = 0
         """Specializations made by this object (compiled or loaded from the cache)."""
+        self.one_compile = one_compile
+        self._once: Any = None
+        self._once_tried = False
+        self.one_compile_refused: str | None = None
+        """Why the model is compiled per size rather than once (None: not tried, or once)."""
 
     def _apply_model_limits(self, dims: Mapping[str, DimSpec]) -> None:
         """The model's own upper bounds (a table of learned positions has so many rows) on
@@ -391,9 +410,76 @@ class SymbolicModel:
                 close()
         return compiled
 
+    def once(self) -> Any:
+        """The model compiled once for every size of its symbols (their dims `?`, sizes passed
+        at run time), or None where it is compiled per size; compiled on first use."""
+        if self._once_tried:
+            return self._once
+        self._once_tried = True
+        if not self.symbols or self.one_compile is False:
+            return None
+        unsupported = self._run_time_refusal()
+        if unsupported:
+            return self._refuse(unsupported)
+        unknown = [
+            o for o in self.output_names if any(d is None for d in self.shapes.shape(o) or [None])
+        ]
+        if unknown:
+            return self._refuse(f"the shape of output '{unknown[0]}' is not known over the symbols")
+        fixed = {s: b.lo for s, b in self.bounds.items() if b.lo == b.hi}
+        shapes = {
+            name: [d if isinstance(d, int) else fixed.get(d, RUN_TIME) for d in ds]
+            for name, ds in self.input_dims.items()
+        }
+        try:
+            self._once = cached_compile(self.model, shapes, **self.options)
+        except ZigguratError as e:
+            return self._refuse(str(e))
+        self.compiles += 1
+        return self._once
+
+    def _run_time_refusal(self) -> str | None:
+        """The first node that would read a tensor with run-time dims but is not compiled for
+        them (run_time_dims.RUN_TIME_DIM_OPS), found on the skeleton before any import."""
+        for key, name, inputs, nested in self._nodes:
+            if key in RUN_TIME_DIM_OPS and not nested:
+                continue
+            for i in inputs:
+                shape = self.shapes.shape(i) if i else []
+                if shape is not None and any(d is None or d.symbols for d in shape):
+                    return (
+                        f"{key} node '{name}' reads '{i}', whose shape depends on the symbols; "
+                        f"{key} is not compiled for run-time sizes yet"
+                    )
+        return None
+
+    def _refuse(self, why: str) -> None:
+        if self.one_compile:
+            raise CompileError(f"cannot compile the model once for every size: {why}")
+        self.one_compile_refused = why
+
+    def output_shapes(self, compiled: Any, sizes: Mapping[str, int]) -> list[list[int]]:
+        """The shapes of a once-compiled model's outputs under these symbol sizes."""
+        shapes = []
+        for spec in compiled.outputs:
+            dims = self.shapes.shape(spec.name) if spec.run_time_dims else None
+            if dims is None:
+                shapes.append(list(spec.shape))
+                continue
+            sized = [d.evaluate(sizes) if d is not None else None for d in dims]
+            if any(d is None for d in sized):
+                raise InputError(f"the shape of output '{spec.name}' is not known at {sizes}")
+            shapes.append([int(d) for d in sized if d is not None])
+        return shapes
+
     def run(self, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-        """Outputs by name, from the specialization for the feeds' sizes."""
-        return self.for_feeds(feeds).run(feeds)
+        """Outputs by name: from the model compiled once where it is, else from the
+        specialization for the feeds' sizes."""
+        once = self.once()
+        if once is None:
+            return self.for_feeds(feeds).run(feeds)
+        sizes = self.bind({k: np.shape(v) for k, v in feeds.items()})
+        return once.run(feeds, self.output_shapes(once, sizes))
 
     def close(self) -> None:
         """Free every loaded specialization now."""

@@ -15,6 +15,22 @@ import numpy as np
 
 from compiler.errors import InputError
 
+RUN_TIME_DIM = -(2**63)
+"""A dim known only at run time in a TensorSpec's shape: MLIR's `?` (xDSL's DYNAMIC_INDEX, the
+same value; this module imports no xDSL). @main then takes its size as an argument."""
+
+
+def fits(shape: Sequence[int], spec: Sequence[int]) -> bool:
+    """Whether an array of `shape` is what a spec of shape `spec` takes (any size for `?`)."""
+    return len(shape) == len(spec) and all(
+        d == RUN_TIME_DIM or int(n) == d for n, d in zip(shape, spec, strict=True)
+    )
+
+
+def spelled(shape: Sequence[int]) -> str:
+    """A spec's shape for messages, `?` for a run-time dim."""
+    return "[" + ", ".join("?" if d == RUN_TIME_DIM else str(d) for d in shape) + "]"
+
 
 @dataclass
 class TensorSpec:
@@ -43,6 +59,11 @@ class TensorSpec:
         return self.length_of is not None or self.index_check is not None
 
     @property
+    def run_time_dims(self) -> list[int]:
+        """The axes whose size @main takes at run time (`?`)."""
+        return [k for k, d in enumerate(self.shape) if d == RUN_TIME_DIM]
+
+    @property
     def buffer_dtype(self) -> np.dtype:
         return self.compute_dtype if self.compute_dtype is not None else self.dtype
 
@@ -58,16 +79,17 @@ def check_inputs(specs: Sequence[TensorSpec], feeds: Mapping[str, np.ndarray]) -
     for spec in specs:
         if spec.name not in feeds:
             raise InputError(
-                f"missing input '{spec.name}' (shape {list(spec.shape)}, {spec.dtype})"
+                f"missing input '{spec.name}' (shape {spelled(spec.shape)}, {spec.dtype})"
             )
         a = np.asarray(feeds[spec.name])
         if a.dtype != spec.dtype:
             raise InputError(
                 f"input '{spec.name}' has dtype {a.dtype}; the model expects {spec.dtype}"
             )
-        if tuple(a.shape) != spec.shape:
+        if not fits(a.shape, spec.shape):
             raise InputError(
-                f"input '{spec.name}' has shape {list(a.shape)}; the model expects {list(spec.shape)}"
+                f"input '{spec.name}' has shape {list(a.shape)}; the model expects "
+                f"{spelled(spec.shape)}"
             )
         arrays.append(a if spec.compute_dtype is None else a.astype(spec.compute_dtype))
     return arrays

@@ -36,7 +36,7 @@ from compiler.package.errors import PackageError
 from compiler.package.format import spec_from_json
 from compiler.package.host_check import check_host
 from compiler.package.reader import read_package
-from compiler.tensor_spec import TensorSpec
+from compiler.tensor_spec import TensorSpec, spelled
 
 HERE = Path(__file__).parent
 API_SOURCE = HERE / "c_api.c"
@@ -196,6 +196,12 @@ def _specs(path: str, manifest: dict[str, Any], key: str) -> list[TensorSpec]:
     except (ValueError, TypeError, KeyError) as e:
         raise PackageError(path, f"manifest.json: bad `{key}` ({e})") from None
     for s in specs:
+        if s.run_time_dims:
+            raise PackageError(
+                path,
+                f"{key[:-1]} {s.name!r} has run-time dims {spelled(s.shape)}: the C API passes "
+                "static shapes only (compile the model for one size to export it)",
+            )
         if s.compute_dtype is not None or s.run_time_axis is not None or s.length_of:
             raise PackageError(
                 path,

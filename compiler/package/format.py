@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from compiler.tensor_spec import TensorSpec
+from compiler.tensor_spec import RUN_TIME_DIM, TensorSpec
 
 FORMAT = "ziggurat-package"
 FORMAT_VERSION = 2
@@ -52,7 +52,8 @@ def member_problem(name: str) -> str | None:
 
 
 def spec_to_json(spec: TensorSpec) -> dict[str, Any]:
-    out: dict[str, Any] = {"name": spec.name, "shape": list(spec.shape), "dtype": spec.dtype.name}
+    shape = [None if d == RUN_TIME_DIM else d for d in spec.shape]  # null: a run-time dim
+    out: dict[str, Any] = {"name": spec.name, "shape": shape, "dtype": spec.dtype.name}
     if spec.compute_dtype is not None:
         out["compute_dtype"] = spec.compute_dtype.name
     if spec.run_time_axis is not None:
@@ -79,8 +80,11 @@ def spec_from_json(d: Any) -> TensorSpec:
     if not isinstance(d, dict) or not isinstance(d.get("name"), str):
         raise ValueError(f"tensor entry {d!r} has no name")
     shape = d["shape"]
-    if not isinstance(shape, list) or not all(isinstance(x, int) and x >= 0 for x in shape):
+    if not isinstance(shape, list) or not all(
+        x is None or (type(x) is int and x >= 0) for x in shape
+    ):
         raise ValueError(f"tensor {d['name']!r} has a bad shape {shape!r}")
+    shape = [RUN_TIME_DIM if x is None else x for x in shape]
     axis, length_of = d.get("run_time_axis"), d.get("length_of")
     if axis is not None and not (isinstance(axis, int) and 0 <= axis < len(shape)):
         raise ValueError(f"tensor {d['name']!r} has a bad run_time_axis {axis!r}")

@@ -33,8 +33,9 @@ def _specs(path: str, manifest: dict[str, Any], key: str) -> list[TensorSpec]:
 
 
 def _check_entry(path: str, program: Any, inputs: list, outputs: list) -> None:
-    """@main takes one pointer per input and output: a manifest that says otherwise would have
-    the code read or write memory that is not there. A GPU program's plan takes the inputs and
+    """@main takes one pointer per input and output, then one i64 per run-time dim of each
+    (inputs then outputs): a manifest that says otherwise would have the code read or write
+    memory that is not there. A GPU program's plan takes the inputs and
     outputs as the manifest lists them (shapes and buffer types)."""
     plan = getattr(program, "plan", None)
     if plan is not None:
@@ -47,11 +48,13 @@ def _check_entry(path: str, program: Any, inputs: list, outputs: list) -> None:
             )
         return
     signature = getattr(program, "signatures", {}).get("main")
-    expected = (("ptr",) * (len(inputs) + len(outputs)), None)
+    sizes = sum(len(s.run_time_dims) for s in [*inputs, *outputs])
+    expected = (("ptr",) * (len(inputs) + len(outputs)) + ("i64",) * sizes, None)
     if signature != expected:
         raise PackageError(
             path,
-            f"its main function has type {signature!r}, not one pointer per input and output",
+            f"its main function has type {signature!r}, not one pointer per input and output"
+            + (f" and one i64 per run-time dim ({sizes})" if sizes else ""),
         )
 
 

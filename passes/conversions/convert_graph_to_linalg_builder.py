@@ -14,11 +14,13 @@ import numpy as np
 from xdsl.builder import Builder
 from xdsl.dialects import arith, math, tensor
 from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
     AffineMapAttr,
     AnyFloat,
     ArrayAttr,
     DenseIntOrFPElementsAttr,
     FloatAttr,
+    IndexType,
     IntegerAttr,
     IntegerType,
     TensorType,
@@ -28,7 +30,7 @@ from xdsl.dialects.builtin import (
 from xdsl.dialects.linalg.attrs import IteratorTypeAttr
 from xdsl.dialects.linalg.ops import FillOp, GenericOp, IndexOp, YieldOp
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
-from xdsl.ir.affine import AffineExpr, AffineMap
+from xdsl.ir.affine import AffineDimExpr, AffineExpr, AffineMap
 from xdsl.rewriter import InsertPoint
 
 from dialects import graph
@@ -293,11 +295,71 @@ class Emitter:
             IteratorTypeAttr.parallel() if c == "p" else IteratorTypeAttr.reduction()
             for c in iterators
         ]
+        init = self._size_init(init, inputs, input_maps, out_map)
         block = Block(arg_types=[elem_of(v) for v in [*inputs, init]])
         b = Body(block)
         result = body(b, list(block.args))
         b.builder.insert(YieldOp(result))
         return self.add(GenericOp(list(inputs), [init], Region(block), maps, iters, [init.type]))
+
+    def _size_init(
+        self,
+        init: SSAValue,
+        inputs: Sequence[SSAValue],
+        input_maps: Sequence[Exprs],
+        out_map: Exprs,
+    ) -> SSAValue:
+        """Give the `tensor.empty` made here for `init` (through its fills) the run-time sizes of
+        its `?` dims: each is the loop of the output map, whose extent an input indexed by that
+        loop alone holds (`tensor.dim`). The empty and its fills move after those dims; the
+        init to use (`init` itself unless it was that empty)."""
+        chain: list[Operation] = []
+        owner = init.owner
+        while isinstance(owner, FillOp) and owner in self.ops:
+            chain.append(owner)
+            owner = owner.outputs[0].owner
+        empty = owner
+        if not isinstance(empty, tensor.EmptyOp) or empty not in self.ops:
+            return init
+        shape = list(empty.tensor.type.get_shape())
+        missing = [k for k, d in enumerate(shape) if d == DYNAMIC_INDEX]
+        if not missing or len(empty.dynamic_sizes) == len(missing):
+            return init
+        sizes: list[SSAValue] = []
+        dims: list[Operation] = []
+        for k in missing:
+            loop = out_map[k]
+            found = next(
+                (
+                    (v, r)
+                    for v, m in zip(inputs, input_maps, strict=True)
+                    for r, e in enumerate(m)
+                    if isinstance(loop, AffineDimExpr)
+                    and e == loop
+                    and shape_of(v)[r] == DYNAMIC_INDEX
+                ),
+                None,
+            )
+            if found is None:
+                return init  # left unsized: the pattern reports the op
+            index = arith.ConstantOp(IntegerAttr(found[1], IndexType()))
+            size = tensor.DimOp(found[0], index.result)
+            dims += [index, size]
+            sizes.append(size.result)
+        sized = tensor.EmptyOp(sizes, empty.tensor.type)
+        for op in [empty, *reversed(chain)]:
+            self.ops.remove(op)
+        empty.tensor.replace_all_uses_with(sized.tensor)
+        self.ops += [*dims, sized, *reversed(chain)]
+        return sized.tensor if init is empty.tensor else init
+
+    def unsized(self) -> bool:
+        """Whether a `tensor.empty` made here lacks the run-time size of a `?` dim."""
+        return any(
+            isinstance(op, tensor.EmptyOp)
+            and len(op.dynamic_sizes) != list(op.tensor.type.get_shape()).count(DYNAMIC_INDEX)
+            for op in self.ops
+        )
 
     def map_elementwise(
         self,

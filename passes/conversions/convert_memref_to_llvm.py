@@ -279,7 +279,11 @@ class SamePointer(RewritePattern):
             if isinstance(v.type, MemRefType):
                 raise NotImplementedError(f"{op.name} with several memref operands")
         result = op.results[0].type if op.results else None
-        if isinstance(result, MemRefType) and not is_static_layout(result):
+        if (
+            isinstance(result, MemRefType)
+            and not is_static_layout(result)
+            and not isinstance(result.layout, NoneAttr)  # row-major from its base: same pointer
+        ):
             # a view at a run-time offset or with run-time strides: resolve-dynamic-memrefs
             # turns its accesses into ones through its root (run-time sizes alone are fine)
             raise op_error(

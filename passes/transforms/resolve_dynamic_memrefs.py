@@ -35,6 +35,7 @@ from xdsl.dialects.builtin import (
     IndexType,
     MemRefType,
     ModuleOp,
+    NoneAttr,
     StringAttr,
 )
 from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
@@ -209,12 +210,25 @@ class ResolveDynamicMemrefsPass(ModulePass):
                         isinstance(v.type, MemRefType)
                         and not is_static_layout(v.type)
                         and not isinstance(inner, (*_VIEWS, memref.DeallocOp))
+                        and not _passed_whole(inner, v, layouts)
                     ):
                         raise op_error(
                             inner,
                             f"{inner.name} uses a memref with run-time strides or offset "
                             f"({v.type}); only loads, stores and views of it can be resolved",
                         )
+
+
+def _passed_whole(op: Operation, value: SSAValue, layouts: MemrefLayouts) -> bool:
+    """A call may pass a row-major buffer at its start whose `?` strides come from its sizes
+    (`memref<1x?x40xf32>`): the callee rebuilds them from the sizes it is passed."""
+    t = value.type
+    return (
+        isinstance(op, func.CallOp)
+        and isinstance(t, MemRefType)
+        and isinstance(t.layout, NoneAttr)
+        and layouts.of(value).offset == 0
+    )
 
 
 def _pass_sizes(call: func.CallOp, layouts: MemrefLayouts) -> None:

@@ -44,6 +44,7 @@ from compiler.frontend.importer.tensors import (
 from compiler.frontend.importer.values import Value, ValueTable, _hint, element_type_of
 from compiler.frontend.onnx_graph import op_key as _op_key
 from compiler.frontend.onnx_graph import subgraphs
+from compiler.frontend.run_time_dims import RUN_TIME, RUN_TIME_DIM_OPS
 from compiler.registry import registrar
 from dialects import graph as g
 from dialects import graph_shapes as S
@@ -337,11 +338,13 @@ class Importer(ValueTable):
                         f"input_shapes gives rank {len(given)} for input '{inp.name}' of rank "
                         f"{len(dims)}"
                     )
-                if any(int(d) < 0 for d in given):
+                if any(int(d) < 0 and int(d) != RUN_TIME for d in given):
                     raise FrontendError(
                         f"input_shapes for '{inp.name}' must not be negative: {given}"
                     )
                 shape = [int(d) for d in given]
+                if RUN_TIME in shape:
+                    self.run_time_dims = True
             else:
                 if dims is None:
                     raise FrontendError(f"input '{inp.name}' has no shape; pass it in input_shapes")
@@ -365,8 +368,22 @@ class Importer(ValueTable):
             names.append(inp.name)
         return types, names, [i.type.tensor_type.elem_type for i in inputs]
 
+    def _check_run_time_dims(self, node: onnx.NodeProto) -> None:
+        """Only the operators whose lowering sizes its results at run time may read a tensor
+        with run-time dims (RUN_TIME_DIM_OPS); another is refused by name, not miscompiled."""
+        if not self.run_time_dims or _op_key(node) in RUN_TIME_DIM_OPS:
+            return
+        for name in node.input:
+            v = self.values.get(name) if name else None
+            if isinstance(v, SSAValue) and RUN_TIME in getattr(v.type, "get_shape", tuple)():
+                raise self.error(
+                    f"input '{name}' has run-time dims ({v.type}); {node.op_type} is not "
+                    "compiled for run-time sizes yet (compile it per size: input_shapes)"
+                )
+
     def _convert(self, node: onnx.NodeProto) -> None:
         self._check_static(node)
+        self._check_run_time_dims(node)
         ins = [n for n in node.input if n]
         try:
             # a node with subgraphs (If, Loop, Scan) is always converted: its converter imports

@@ -28,8 +28,9 @@ allocation, so a declared 2**40 dimension is an error, not an exhausted machine.
 
 
 def check_elements(shape: Sequence[int], what: str, limit: int = MAX_ELEMENTS) -> None:
-    """Refuse a tensor of more than `limit` elements (before anything of that size exists)."""
-    n = math.prod(int(d) for d in shape)
+    """Refuse a tensor of more than `limit` elements (before anything of that size exists); a
+    run-time dim (negative: run_time_dims.RUN_TIME) counts as one."""
+    n = math.prod(int(d) for d in shape if int(d) >= 0)
     if n > limit:
         raise FrontendError(
             f"{what} has shape {[int(d) for d in shape]} ({n} elements), over the limit of "

@@ -56,6 +56,8 @@ class ValueTable:
         }
         """The model's operator set version of each domain ("" the default one)."""
         self.input_shapes = dict(input_shapes or {})
+        self.run_time_dims = False
+        """Whether an input has dims known only at run time (run_time_dims.RUN_TIME)."""
         self.values: MutableMapping[str, Value] = {}
         self.block = Block()
         self.node: onnx.NodeProto | None = None

@@ -16,6 +16,7 @@ from xdsl.ir.affine import AffineExpr
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
 
 from dialects.graph import WindowOp
+from passes.analysis.pass_errors import op_error
 from passes.conversions.convert_graph_to_linalg_builder import (
     Body,
     Emitter,
@@ -63,6 +64,12 @@ class GraphLowering(RewritePattern):
             return
         em = Emitter()
         results = lower(op, em)
+        if em.unsized():
+            raise op_error(
+                op,
+                f"convert-graph-to-linalg: {op.name} with run-time dims "
+                f"({', '.join(str(r.type) for r in op.results)}) is not lowered yet",
+            )
         rewriter.replace(op, em.ops, [results] if isinstance(results, SSAValue) else list(results))
 
 

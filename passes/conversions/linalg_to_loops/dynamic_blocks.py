@@ -13,9 +13,10 @@ Each block is the same generic on subviews of static shape at run-time offsets (
 default like any kernel). Parallel loops split this way compute disjoint outputs; a reduction loop
 split this way accumulates into its output block after block, as linalg's semantics say.
 
-A `?` dim of an operand must be indexed by a loop alone (`d` in its indexing map); a block must
-have static strides (outer `?` dims, or `?` strides of unit dims): run-time strides inside a
-block are not generated yet and are refused naming the operand.
+A loop indexing an operand dim whose stride is a run-time value (the rows of `?x?`, the batch of
+`?x?x64`) is cut into blocks of one step: a block's unit dim has a stride no access uses, so
+every block has static strides. A `?` dim, or one with a run-time stride, must be indexed by a
+loop alone (`d` in its indexing map); anything else is refused naming the operand.
 """
 
 from __future__ import annotations
@@ -89,11 +90,41 @@ def split_dynamic_kernel(op: linalg.GenericOp, block: int = BLOCK) -> None:
                     "loops; only a dim indexed by one loop can have a run-time size",
                 )
             extent_of.setdefault(d, (value, r))
-    dynamic = sorted(extent_of)
     b = _Builder(InsertPoint.before(op))
-    extents = {d: b.add(memref.DimOp(v, b.index(r))) for d, (v, r) in extent_of.items()}
-    _blocks(op, b, dynamic, extents, {}, block, loops_of)
+    extents: dict[int, SSAValue] = {
+        d: b.add(memref.DimOp(v, b.index(r))) for d, (v, r) in extent_of.items()
+    }
+    blocks = dict.fromkeys(extent_of, block)
+    for d, size in _unit_loops(op, loops_of).items():
+        blocks[d] = 1
+        if d not in extents:
+            extents[d] = b.index(size)
+    _blocks(op, b, sorted(blocks), extents, {}, blocks, loops_of)
     Rewriter.erase_op(op)
+
+
+def _unit_loops(op: linalg.GenericOp, loops_of: list[list[int | None]]) -> dict[int, int]:
+    """The loops that index an operand dim whose stride is a run-time value (`?x?` row-major:
+    the row stride is the run-time row length), with their static extent (or -1): a block
+    takes one step of them, a unit dim, whose stride no access uses."""
+    found: dict[int, int] = {}
+    for i, value in enumerate(op.operands):
+        t = value.type
+        if not isinstance(t, MemRefType):
+            continue
+        strides = t.get_strides() or ()
+        for r, (size, stride) in enumerate(zip(t.get_shape(), strides, strict=True)):
+            if stride is not None or size == 1:
+                continue
+            d = loops_of[i][r]
+            if d is None:
+                raise op_error(
+                    op,
+                    f"operand #{i} ({t}) has a run-time stride on dim {r}, indexed by an "
+                    "expression of several loops; only a dim indexed by one loop can have one",
+                )
+            found.setdefault(d, size)
+    return found
 
 
 def _blocks(
@@ -102,24 +133,27 @@ def _blocks(
     dims: Sequence[int],
     extents: dict[int, SSAValue],
     placed: dict[int, tuple[SSAValue, int]],
-    block: int,
+    blocks: dict[int, int],
     loops_of: list[list[int | None]],
 ) -> None:
-    """The blocks along `dims[0]` (and inside each, along the rest), at the offsets `placed`."""
+    """The blocks along `dims[0]` (and inside each, along the rest), at the offsets `placed`;
+    `blocks`: each loop's full block (1: a loop over its steps, no remainder)."""
     if not dims:
         _block_kernel(op, b, placed, loops_of)
         return
     d, rest = dims[0], dims[1:]
-    n = extents[d]
+    n, block = extents[d], blocks[d]
     size_b = b.index(block)
-    remainder = b.add(arith.RemUIOp(n, size_b))
-    full_end = b.add(arith.SubiOp(n, remainder))
+    remainder = b.add(arith.RemUIOp(n, size_b)) if block > 1 else None
+    full_end = b.add(arith.SubiOp(n, remainder)) if remainder is not None else n
     body = Block(arg_types=[IndexType()])
     loop = scf.ForOp(b.index(0), full_end, size_b, [], body)
     b.add(loop)
     inner = _Builder(InsertPoint.at_end(body))
-    _blocks(op, inner, rest, extents, {**placed, d: (body.args[0], block)}, block, loops_of)
+    _blocks(op, inner, rest, extents, {**placed, d: (body.args[0], block)}, blocks, loops_of)
     inner.add(scf.YieldOp())
+    if remainder is None:
+        return
     bit = block // 2
     while bit >= 1:
         taken = b.add(arith.AndIOp(remainder, b.index(bit)))
@@ -129,7 +163,7 @@ def _blocks(
         then = Block()
         b.add(scf.IfOp(cond, [], Region(then)))
         inner = _Builder(InsertPoint.at_end(then))
-        _blocks(op, inner, rest, extents, {**placed, d: (start, bit)}, block, loops_of)
+        _blocks(op, inner, rest, extents, {**placed, d: (start, bit)}, blocks, loops_of)
         inner.add(scf.YieldOp())
         bit //= 2
 

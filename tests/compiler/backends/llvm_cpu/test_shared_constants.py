@@ -45,7 +45,7 @@ def test_an_array_lives_while_a_holder_does() -> None:
 def test_the_sizes_of_a_symbolic_model_share_its_weights() -> None:
     proto = symbolic_matmul(1)
     w = weight(proto)
-    model = compile_symbolic(proto, cache=False)
+    model = compile_symbolic(proto, one_compile=False, cache=False)  # a compile per size
     rng = np.random.default_rng(2)
     programs = []
     for batch in (1, 5):

@@ -169,23 +169,32 @@ def test_mlir_opt_accepts_the_loops() -> None:
     assert r.returncode == 0, r.stderr
 
 
-def test_a_run_time_inner_dim_is_refused_naming_the_operand() -> None:
-    src = """
+ROWS_OF_RUN_TIME_LENGTH = """
 #id = affine_map<(d0, d1) -> (d0, d1)>
-func.func @kernel(%x: memref<?x?xf32>, %y: memref<?x?xf32>) {
-  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
-      ins(%x : memref<?x?xf32>) outs(%y : memref<?x?xf32>) {
-  ^bb0(%v: f32, %o: f32):
-    linalg.yield %v : f32
+#row = affine_map<(d0, d1) -> (d0)>
+func.func @kernel(%x: memref<?x?xf32>, %s: memref<?xf32>, %y: memref<?x?xf32>) {
+  linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %s : memref<?x?xf32>, memref<?xf32>) outs(%y : memref<?x?xf32>) {
+  ^bb0(%v: f32, %c: f32, %o: f32):
+    %t = arith.mulf %v, %c : f32
+    linalg.yield %t : f32
   }
   func.return
 }
 """
-    with pytest.raises(
-        CompileError,
-        match=r"operand #0 \(memref<\?x\?xf32>\): a block of it has a run-time stride \(dim 0\)",
-    ):
-        _loops(src)
+
+
+def test_rows_of_run_time_length_run_one_row_per_block() -> None:
+    """`?x?`: the row stride is the run-time row length, so each block is one row (a unit dim
+    whose stride no access uses) and blocks of 64, 32, ... 1 along it."""
+    text = _loops(ROWS_OF_RUN_TIME_LENGTH)
+    assert "memref<?x?xf32> to memref<1x64xf32, strided<[?, 1], offset: ?>>" in text
+    assert "to memref<64x" not in text
+    kernel = _compiled(ROWS_OF_RUN_TIME_LENGTH)
+    for m, n in [(1, 1), (3, 7), (5, 64), (2, 300), (0, 4), (4, 0)]:
+        x, s, y = _rand(m, n), _rand(m), aligned_empty((m, n))
+        kernel(x, s, y, m, n, m, m, n)
+        np.testing.assert_allclose(y, x * s[:, None], rtol=1e-6)
 
 
 def test_a_run_time_dim_indexed_by_several_loops_is_refused() -> None:

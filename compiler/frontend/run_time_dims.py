@@ -1,0 +1,39 @@
+"""Dims known only at run time: what the importer keeps as `?` instead of a size.
+
+A model compiled once for all sizes of its symbolic dims (compiler/symbolic_model.py) is imported
+with RUN_TIME in `input_shapes` where a symbol stands; its tensors then carry `?` dims through the
+graph, tensor, buffer and loop levels, and @main takes each `?` size as an argument.
+
+Only the operators below may read a tensor with `?` dims: their shape rules, lowerings and kernels
+are tested at run-time sizes (tests/compiler/test_run_time_dims.py). Any other is refused by name
+at import, so a model is never miscompiled; it is then compiled per size as before.
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects.builtin import DYNAMIC_INDEX
+
+RUN_TIME = DYNAMIC_INDEX
+"""An input dim known only at run time (MLIR's `?`, xDSL's DYNAMIC_INDEX)."""
+
+RUN_TIME_DIM_OPS = frozenset(
+    {
+        "MatMul",
+        "Add",
+        "Sub",
+        "Mul",
+        "Div",
+        "Relu",
+        "Sigmoid",
+        "Tanh",
+        "Exp",
+        "Neg",
+        "Abs",
+        "Sqrt",
+        "Erf",
+        "Identity",
+        "Softmax",
+        "LayerNormalization",
+    }
+)
+"""Operators compiled for tensors with run-time dims."""

@@ -1,0 +1,210 @@
+"""One compile for every size (compiler/symbolic_model.py `once`, compiler/frontend/run_time_dims.py):
+a model whose symbolic dims reach only operators compiled for run-time sizes is imported with
+those dims `?`, compiled once, and run at any size against onnxruntime; any other model is
+compiled per size, with the operator that stops it named.
+"""
+
+from __future__ import annotations
+
+import json
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from compiler.errors import CompileError, InputError
+from compiler.frontend.errors import FrontendError
+from compiler.frontend.onnx import import_onnx
+from compiler.frontend.run_time_dims import RUN_TIME
+from compiler.package import PackageError, load_package
+from compiler.package.c_library import export_shared_library
+from compiler.symbolic_model import compile_symbolic
+from compiler.tensor_spec import RUN_TIME_DIM
+
+RNG = np.random.default_rng(0)
+F = TensorProto.FLOAT
+
+
+def _model(nodes, weights: dict[str, np.ndarray], x: list, y: list) -> onnx.ModelProto:  # type: ignore[no-untyped-def]
+    graph = helper.make_graph(
+        nodes,
+        "m",
+        [helper.make_tensor_value_info("x", F, x)],
+        [helper.make_tensor_value_info("y", F, y)],
+        [numpy_helper.from_array(v.astype(np.float32), k) for k, v in weights.items()],
+    )
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 9
+    return m
+
+
+def _w(*shape: int) -> np.ndarray:
+    """Weights that depend on their shape only: a builder gives the same model each call."""
+    return np.random.default_rng(sum(shape) * 31 + len(shape)).uniform(-0.5, 0.5, shape)
+
+
+def mlp() -> onnx.ModelProto:
+    """MatMul (10 columns: its weights are padded to the vector width), Add, Relu."""
+    nodes = [
+        helper.make_node("MatMul", ["x", "W"], ["h"]),
+        helper.make_node("Add", ["h", "B"], ["a"]),
+        helper.make_node("Relu", ["a"], ["y"]),
+    ]
+    return _model(nodes, {"W": _w(24, 10), "B": _w(10)}, ["batch", 24], ["batch", 10])
+
+
+def encoder_block() -> onnx.ModelProto:
+    """LayerNorm, a projection, tanh, softmax over the features, a residual: [batch, seq, 40]."""
+    nodes = [
+        helper.make_node("LayerNormalization", ["x", "g", "b"], ["n"], axis=-1, epsilon=1e-5),
+        helper.make_node("MatMul", ["n", "W"], ["p"]),
+        helper.make_node("Tanh", ["p"], ["t"]),
+        helper.make_node("Softmax", ["t"], ["s"], axis=-1),
+        helper.make_node("Mul", ["s", "x"], ["m"]),
+        helper.make_node("Sub", ["m", "x"], ["y"]),
+    ]
+    weights = {"g": 1 + _w(40), "b": _w(40), "W": _w(40, 40)}
+    return _model(nodes, weights, ["batch", "seq", 40], ["batch", "seq", 40])
+
+
+def heads() -> onnx.ModelProto:
+    """A batched product per head: [4, seq, 16] @ [4, 16, 8] (the head stride is seq * 16)."""
+    nodes = [helper.make_node("MatMul", ["x", "W"], ["y"])]
+    return _model(nodes, {"W": _w(4, 16, 8)}, [4, "seq", 16], [4, "seq", 8])
+
+
+def transposed() -> onnx.ModelProto:
+    """Transpose is not compiled for run-time sizes: this model is compiled per size."""
+    nodes = [
+        helper.make_node("Transpose", ["x"], ["t"], perm=[1, 0]),
+        helper.make_node("Relu", ["t"], ["y"]),
+    ]
+    return _model(nodes, {}, ["n", 6], [6, "n"])
+
+
+def _reference(model: onnx.ModelProto, x: np.ndarray) -> np.ndarray:
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    return session.run(None, {"x": x})[0]
+
+
+SHAPES = {
+    "mlp": (mlp, [(1, 24), (3, 24), (7, 24), (64, 24), (300, 24)]),
+    "encoder_block": (
+        encoder_block,
+        [(b, s, 40) for b in (1, 3) for s in (1, 7, 64, 300)],
+    ),
+    "heads": (heads, [(4, s, 16) for s in (1, 7, 64, 300)]),
+}
+
+
+@pytest.mark.parametrize("name", list(SHAPES))
+def test_compiled_once_matches_onnxruntime_at_every_size(name: str) -> None:
+    build, shapes = SHAPES[name]
+    onnx_model = build()
+    model = compile_symbolic(onnx_model, cache=False)
+    for shape in shapes:
+        x = RNG.uniform(-1, 1, shape).astype(np.float32)
+        got = model.run({"x": x})["y"]
+        np.testing.assert_allclose(got, _reference(onnx_model, x), rtol=1e-4, atol=1e-4)
+    assert model.compiles == 1 and model.one_compile_refused is None
+    once = model.once()
+    assert RUN_TIME_DIM in once.inputs[0].shape
+
+
+def test_a_model_with_another_operator_is_compiled_per_size_saying_why() -> None:
+    onnx_model = transposed()
+    model = compile_symbolic(onnx_model, cache=False)
+    for n in (1, 5, 5, 9):
+        x = RNG.uniform(-1, 1, (n, 6)).astype(np.float32)
+        np.testing.assert_array_equal(model.run({"x": x})["y"], _reference(onnx_model, x))
+    assert model.once() is None
+    assert model.one_compile_refused == (
+        "Transpose node '' reads 'x', whose shape depends on the symbols; Transpose is not "
+        "compiled for run-time sizes yet"
+    )
+    assert model.compiles == 3  # sizes 1, 5 and 9
+
+
+def test_one_compile_required_is_an_error_naming_the_operator() -> None:
+    model = compile_symbolic(transposed(), one_compile=True, cache=False)
+    with pytest.raises(
+        CompileError,
+        match="cannot compile the model once for every size: Transpose node '' reads 'x'",
+    ):
+        model.run({"x": np.zeros((2, 6), np.float32)})
+
+
+def test_the_importer_refuses_an_operator_not_compiled_for_run_time_sizes() -> None:
+    with pytest.raises(
+        FrontendError,
+        match=r"Transpose node '#0': input 'x' has run-time dims "
+        r"\(tensor<\?x6xf32>\); Transpose is not compiled for run-time sizes yet",
+    ):
+        import_onnx(transposed(), {"x": [RUN_TIME, 6]})
+
+
+def test_sizes_outside_the_bounds_are_refused_before_running() -> None:
+    model = compile_symbolic(mlp(), dims={"batch": (1, 100)}, cache=False)
+    model.run({"x": np.zeros((100, 24), np.float32)})
+    with pytest.raises(InputError, match=r"symbol 'batch' is 101 in input 'x' \(axis 0\), outside"):
+        model.run({"x": np.zeros((101, 24), np.float32)})
+    with pytest.raises(InputError, match=r"input 'x' has shape \[3, 25\]; the model expects"):
+        model.run({"x": np.zeros((3, 25), np.float32)})
+    assert model.compiles == 1
+
+
+def test_the_compile_cache_serves_the_one_compile_to_the_next_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ZIGGURAT_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("ZIGGURAT_NO_CACHE", raising=False)  # tests/conftest.py turns it off
+    first = compile_symbolic(mlp())
+    x = RNG.uniform(-1, 1, (5, 24)).astype(np.float32)
+    expected = first.run({"x": x})["y"]
+    second = compile_symbolic(mlp())  # a new process would do the same: a load, no compile
+    np.testing.assert_array_equal(second.run({"x": x})["y"], expected)
+    assert type(second.once()).__name__ == "LoadedModel"
+    x7 = RNG.uniform(-1, 1, (7, 24)).astype(np.float32)
+    np.testing.assert_allclose(second.run({"x": x7})["y"], _reference(mlp(), x7), atol=1e-5)
+
+
+def test_a_package_keeps_the_run_time_dims(tmp_path: Path) -> None:
+    model = compile_symbolic(mlp(), cache=False)
+    once = model.once()
+    path = tmp_path / "mlp.zpkg"
+    once.save(path)
+    with zipfile.ZipFile(path) as z:
+        manifest = json.loads(z.read("manifest.json"))
+    assert [e["shape"] for e in manifest["inputs"]] == [[None, 24]]  # null: a run-time dim
+    loaded = load_package(path)
+    x = RNG.uniform(-1, 1, (6, 24)).astype(np.float32)
+    got = loaded.run({"x": x}, output_shapes=[[6, 10]])["y"]
+    np.testing.assert_allclose(got, _reference(mlp(), x), atol=1e-5)
+    with pytest.raises(InputError, match="this model's outputs have run-time dims"):
+        loaded.run({"x": x})
+    with pytest.raises(PackageError, match=r"input 'x' has run-time dims \[\?, 24\]: the C API"):
+        export_shared_library(path, tmp_path / "lib")
+
+
+def test_threads_and_a_gpu_target() -> None:
+    """With threads the blocks run as they are (correct at every size); the GPU lowering does
+    not take run-time dims yet, so an OpenCL model is compiled per size, saying so."""
+    onnx_model = encoder_block()
+    model = compile_symbolic(onnx_model, threads=2, cache=False)
+    for shape in [(2, 9, 40), (1, 70, 40)]:
+        x = RNG.uniform(-1, 1, shape).astype(np.float32)
+        got = model.run({"x": x})["y"]
+        np.testing.assert_allclose(got, _reference(onnx_model, x), rtol=1e-4, atol=1e-4)
+    assert model.compiles == 1
+    gpu = compile_symbolic(mlp(), target="opencl", cache=False)
+    x = RNG.uniform(-1, 1, (5, 24)).astype(np.float32)
+    np.testing.assert_allclose(gpu.run({"x": x})["y"], _reference(mlp(), x), atol=1e-5)
+    assert gpu.one_compile_refused is not None
+    assert (
+        "convert-linalg-to-gpu" in gpu.one_compile_refused
+        and "memref<?x10xf32>" in gpu.one_compile_refused
+    )
