@@ -32,6 +32,7 @@ RUN_TIME_DIM_OPS = frozenset(
         "Sqrt",
         "Erf",
         "Identity",
+        "Gemm",
         "Softmax",
         "LayerNormalization",
     }

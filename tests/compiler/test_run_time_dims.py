@@ -71,6 +71,16 @@ def encoder_block() -> onnx.ModelProto:
     return _model(nodes, weights, ["batch", "seq", 40], ["batch", "seq", 40])
 
 
+def gemms() -> onnx.ModelProto:
+    """Gemm with transB and beta (C added after the product, sized by it), then a plain one."""
+    nodes = [
+        helper.make_node("Gemm", ["x", "W", "C"], ["h"], transB=1, beta=0.5),
+        helper.make_node("Gemm", ["h", "V", "D"], ["y"]),
+    ]
+    weights = {"W": _w(12, 20), "C": _w(1, 12), "V": _w(12, 5), "D": _w(5)}
+    return _model(nodes, weights, ["batch", 20], ["batch", 5])
+
+
 def heads() -> onnx.ModelProto:
     """A batched product per head: [4, seq, 16] @ [4, 16, 8] (the head stride is seq * 16)."""
     nodes = [helper.make_node("MatMul", ["x", "W"], ["y"])]
@@ -98,6 +108,7 @@ SHAPES = {
         [(b, s, 40) for b in (1, 3) for s in (1, 7, 64, 300)],
     ),
     "heads": (heads, [(4, s, 16) for s in (1, 7, 64, 300)]),
+    "gemms": (gemms, [(1, 20), (3, 20), (65, 20)]),
 }
 
 

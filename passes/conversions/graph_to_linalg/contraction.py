@@ -4,7 +4,7 @@ multiply-accumulate linalg.generic over an initialized output (zeros or the broa
 from __future__ import annotations
 
 import numpy as np
-from xdsl.dialects.builtin import StringAttr
+from xdsl.dialects.builtin import DYNAMIC_INDEX, StringAttr
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.ir.affine import AffineExpr
 
@@ -251,7 +251,9 @@ def _gemm(op: g.GemmOp, em: Emitter) -> SSAValue:
     alpha, beta = op.alpha.value.data, op.beta.value.data
     ta, tb = op.trans_a.value.data, op.trans_b.value.data
     out = out_shape(op)
-    if c is not None and beta != 0.0:
+    run_time = DYNAMIC_INDEX in out  # rows known at run time: C is added after the product,
+    # whose rows (A's) size it; the bias alone could not size an accumulator it initialized
+    if c is not None and beta != 0.0 and not run_time:
         if beta == 1.0:
             init = em.map_elementwise([c], out, copy)
         else:
@@ -267,4 +269,11 @@ def _gemm(op: g.GemmOp, em: Emitter) -> SSAValue:
             p = bd.mul(p, bd.f(alpha))
         return bd.add(x[2], p)
 
-    return em.generic([a, b], [amap, bmap], init, identity(2), "ppr", body)
+    product = em.generic([a, b], [amap, bmap], init, identity(2), "ppr", body)
+    if c is None or beta == 0.0 or not run_time:
+        return product
+
+    def add_c(bd: Body, x: list[SSAValue]) -> SSAValue:
+        return bd.add(x[0], x[1] if beta == 1.0 else bd.mul(x[1], bd.f(beta)))
+
+    return em.map_elementwise([product, c], out, add_c)
