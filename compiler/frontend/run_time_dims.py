@@ -34,7 +34,18 @@ RUN_TIME_DIM_OPS = frozenset(
         "Identity",
         "Gemm",
         "Softmax",
+        "LogSoftmax",
         "LayerNormalization",
+        "Transpose",
+        "Max",
+        "Min",
+        "Clip",
+        "Pow",
+        "LeakyRelu",
+        "HardSigmoid",
+        "Softplus",
+        "Log",
+        "Reciprocal",
     }
 )
 """Operators compiled for tensors with run-time dims."""

@@ -227,7 +227,10 @@ class MemrefLayouts:
             return Layout(src.root, tuple(merged), tuple(inner), src.offset)
         if isinstance(op, memref.ExpandShapeOp):
             src = self.of(op.src)
-            sizes = _dims(op.static_output_shape.get_values(), op.output_shape)
+            static = op.static_output_shape.get_values()
+            if list(static).count(DYNAMIC_INDEX) != len(op.output_shape):
+                raise op_error(op, "memref.expand_shape without the sizes of its `?` dims")
+            sizes = _dims(static, op.output_shape)
             strides: list[Extent] = [0] * len(sizes)
             for d, group in enumerate(_groups(op)):
                 stride = src.strides[d]

@@ -354,12 +354,18 @@ class Emitter:
         return sized.tensor if init is empty.tensor else init
 
     def unsized(self) -> bool:
-        """Whether a `tensor.empty` made here lacks the run-time size of a `?` dim."""
-        return any(
-            isinstance(op, tensor.EmptyOp)
-            and len(op.dynamic_sizes) != list(op.tensor.type.get_shape()).count(DYNAMIC_INDEX)
-            for op in self.ops
-        )
+        """Whether a `tensor.empty` or `tensor.expand_shape` made here lacks the run-time size
+        of a `?` dim (the lowering of that op does not take run-time sizes yet)."""
+        for op in self.ops:
+            if isinstance(op, tensor.EmptyOp):
+                given, shape = len(op.dynamic_sizes), op.tensor.type.get_shape()
+            elif isinstance(op, tensor.ExpandShapeOp):
+                given, shape = len(op.dynamic_output_shape), op.static_output_shape.get_values()
+            else:
+                continue
+            if given != list(shape).count(DYNAMIC_INDEX):
+                return True
+        return False
 
     def map_elementwise(
         self,

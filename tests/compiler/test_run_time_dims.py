@@ -87,13 +87,13 @@ def heads() -> onnx.ModelProto:
     return _model(nodes, {"W": _w(4, 16, 8)}, [4, "seq", 16], [4, "seq", 8])
 
 
-def transposed() -> onnx.ModelProto:
-    """Transpose is not compiled for run-time sizes: this model is compiled per size."""
+def concatenated() -> onnx.ModelProto:
+    """Concat is not compiled for run-time sizes: this model is compiled per size."""
     nodes = [
-        helper.make_node("Transpose", ["x"], ["t"], perm=[1, 0]),
+        helper.make_node("Concat", ["x", "x"], ["t"], axis=0),
         helper.make_node("Relu", ["t"], ["y"]),
     ]
-    return _model(nodes, {}, ["n", 6], [6, "n"])
+    return _model(nodes, {}, ["n", 6], ["2n", 6])
 
 
 def _reference(model: onnx.ModelProto, x: np.ndarray) -> np.ndarray:
@@ -127,24 +127,24 @@ def test_compiled_once_matches_onnxruntime_at_every_size(name: str) -> None:
 
 
 def test_a_model_with_another_operator_is_compiled_per_size_saying_why() -> None:
-    onnx_model = transposed()
+    onnx_model = concatenated()
     model = compile_symbolic(onnx_model, cache=False)
     for n in (1, 5, 5, 9):
         x = RNG.uniform(-1, 1, (n, 6)).astype(np.float32)
         np.testing.assert_array_equal(model.run({"x": x})["y"], _reference(onnx_model, x))
     assert model.once() is None
     assert model.one_compile_refused == (
-        "Transpose node '' reads 'x', whose shape depends on the symbols; Transpose is not "
+        "Concat node '' reads 'x', whose shape depends on the symbols; Concat is not "
         "compiled for run-time sizes yet"
     )
     assert model.compiles == 3  # sizes 1, 5 and 9
 
 
 def test_one_compile_required_is_an_error_naming_the_operator() -> None:
-    model = compile_symbolic(transposed(), one_compile=True, cache=False)
+    model = compile_symbolic(concatenated(), one_compile=True, cache=False)
     with pytest.raises(
         CompileError,
-        match="cannot compile the model once for every size: Transpose node '' reads 'x'",
+        match="cannot compile the model once for every size: Concat node '' reads 'x'",
     ):
         model.run({"x": np.zeros((2, 6), np.float32)})
 
@@ -152,10 +152,10 @@ def test_one_compile_required_is_an_error_naming_the_operator() -> None:
 def test_the_importer_refuses_an_operator_not_compiled_for_run_time_sizes() -> None:
     with pytest.raises(
         FrontendError,
-        match=r"Transpose node '#0': input 'x' has run-time dims "
-        r"\(tensor<\?x6xf32>\); Transpose is not compiled for run-time sizes yet",
+        match=r"Concat node '#0': input 'x' has run-time dims "
+        r"\(tensor<\?x6xf32>\); Concat is not compiled for run-time sizes yet",
     ):
-        import_onnx(transposed(), {"x": [RUN_TIME, 6]})
+        import_onnx(concatenated(), {"x": [RUN_TIME, 6]})
 
 
 def test_sizes_outside_the_bounds_are_refused_before_running() -> None:
@@ -219,3 +219,39 @@ def test_threads_and_a_gpu_target() -> None:
         "convert-linalg-to-gpu" in gpu.one_compile_refused
         and "memref<?x10xf32>" in gpu.one_compile_refused
     )
+
+
+def _scalar(v: float) -> np.ndarray:
+    return np.array(v, np.float32)
+
+
+ONE_OP = {
+    "Transpose": ([helper.make_node("Transpose", ["x"], ["y"], perm=[0, 2, 1])], {}),
+    "Max": ([helper.make_node("Max", ["x", "c"], ["y"])], {"c": _w(9)}),
+    "Min": ([helper.make_node("Min", ["x", "c"], ["y"])], {"c": _w(9)}),
+    "Clip": (
+        [helper.make_node("Clip", ["x", "lo", "hi"], ["y"])],
+        {"lo": _scalar(-0.2), "hi": _scalar(0.3)},
+    ),
+    "Pow": ([helper.make_node("Pow", ["x", "e"], ["y"])], {"e": _scalar(2.0)}),
+    "LeakyRelu": ([helper.make_node("LeakyRelu", ["x"], ["y"], alpha=0.1)], {}),
+    "HardSigmoid": ([helper.make_node("HardSigmoid", ["x"], ["y"])], {}),
+    "Softplus": ([helper.make_node("Softplus", ["x"], ["y"])], {}),
+    "Log": ([helper.make_node("Abs", ["x"], ["a"]), helper.make_node("Log", ["a"], ["y"])], {}),
+    "Reciprocal": ([helper.make_node("Reciprocal", ["x"], ["y"])], {}),
+    "LogSoftmax": ([helper.make_node("LogSoftmax", ["x"], ["y"], axis=-1)], {}),
+    "Exp": ([helper.make_node("Exp", ["x"], ["e"]), helper.make_node("Sqrt", ["e"], ["y"])], {}),
+}
+
+
+@pytest.mark.parametrize("op", list(ONE_OP))
+def test_each_operator_compiled_for_run_time_sizes(op: str) -> None:
+    nodes, weights = ONE_OP[op]
+    out = ["batch", 9, "seq"] if op == "Transpose" else ["batch", "seq", 9]
+    onnx_model = _model(nodes, weights, ["batch", "seq", 9], out)
+    model = compile_symbolic(onnx_model, one_compile=True, cache=False)
+    for shape in [(1, 1, 9), (3, 70, 9)]:
+        x = RNG.uniform(-1, 1, shape).astype(np.float32)
+        got = model.run({"x": x})["y"]
+        np.testing.assert_allclose(got, _reference(onnx_model, x), rtol=1e-4, atol=1e-5)
+    assert model.compiles == 1
