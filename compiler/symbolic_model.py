@@ -418,7 +418,7 @@ class SymbolicModel:
         self._once_tried = True
         if not self.symbols or self.one_compile is False:
             return None
-        unsupported = self._run_time_refusal()
+        unsupported = self.run_time_refusal()
         if unsupported:
             return self._refuse(unsupported)
         unknown = [
@@ -438,7 +438,7 @@ class SymbolicModel:
         self.compiles += 1
         return self._once
 
-    def _run_time_refusal(self) -> str | None:
+    def run_time_refusal(self) -> str | None:
         """The first node that would read a tensor with run-time dims but is not compiled for
         them (run_time_dims.RUN_TIME_DIM_OPS), found on the skeleton before any import."""
         for key, name, inputs, nested in self._nodes:

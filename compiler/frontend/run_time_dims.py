@@ -46,6 +46,9 @@ RUN_TIME_DIM_OPS = frozenset(
         "Softplus",
         "Log",
         "Reciprocal",
+        "ReduceMean",
+        "ReduceMax",
+        "ReduceMin",
     }
 )
 """Operators compiled for tensors with run-time dims."""

@@ -114,6 +114,24 @@ def reassociation(small: Shape, big: Shape) -> list[list[int]] | None:
     return groups if j == len(big) else None
 
 
+def unit_reassociation(small: Shape, big: Shape) -> list[list[int]] | None:
+    """The groups of `big`'s dims, one per dim of `small`, when `big` is `small` with unit dims
+    inserted (each joins the group before it; leading ones the first): else None."""
+    if len(big) <= len(small) or not small:
+        return None
+    groups: list[list[int]] = [[] for _ in small]
+    k = 0
+    for d, size in enumerate(big):
+        if k < len(small) and size == small[k]:
+            groups[k].append(d)
+            k += 1
+        elif size == 1:
+            groups[max(k - 1, 0)].append(d)
+        else:
+            return None
+    return groups if k == len(small) else None
+
+
 def is_float(t: Attribute) -> bool:
     return isinstance(t, AnyFloat)
 
@@ -487,12 +505,27 @@ class Emitter:
         reassoc = ArrayAttr([ArrayAttr([IntegerAttr(i, i64) for i in g]) for g in groups])
         t = TensorType(elem_of(x), list(shape))
         if expand:
-            return self.add(tensor.ExpandShapeOp(x, [], reassoc, list(shape), t))
+            sizes = self._expanded_sizes(x, shape, groups)
+            return self.add(tensor.ExpandShapeOp(x, sizes, reassoc, list(shape), t))
         return self.add(
             tensor.CollapseShapeOp.build(
                 operands=[x], result_types=[t], properties={"reassociation": reassoc}
             )
         )
+
+    def _expanded_sizes(self, x: SSAValue, shape: Shape, groups: list[list[int]]) -> list[SSAValue]:
+        """The run-time sizes of an expansion's `?` dims: a group whose other dims are 1 takes
+        its source dim's (`tensor.dim`); any other `?` is left unsized (reported by `unsized`)."""
+        sizes: list[SSAValue] = []
+        for k, group in enumerate(groups):
+            run_time = [d for d in group if shape[d] == DYNAMIC_INDEX]
+            if not run_time:
+                continue
+            if len(run_time) > 1 or any(shape[d] != 1 for d in group if d not in run_time):
+                return []
+            index = self.add(arith.ConstantOp(IntegerAttr(k, IndexType())))
+            sizes.append(self.add(tensor.DimOp(x, index)))
+        return sizes
 
     def reshape(self, x: SSAValue, shape: Shape) -> SSAValue:
         """One collapse or expand when the reassociation is simple, else collapse-to-1-D + expand."""
@@ -500,6 +533,14 @@ class Emitter:
         shape = tuple(shape)
         if old == shape:
             return x
+        if DYNAMIC_INDEX in (*old, *shape):  # run-time sizes: only unit dims come or go
+            groups = unit_reassociation(old, shape)
+            if groups is None:
+                groups = unit_reassociation(shape, old)
+                if groups is None:  # left unsized: `unsized` reports the op
+                    return self.add(tensor.EmptyOp([], TensorType(elem_of(x), list(shape))))
+                return self._reshape_op(x, shape, groups, expand=False)
+            return self._reshape_op(x, shape, groups, expand=True)
         if len(shape) < len(old) and (g := reassociation(shape, old)) is not None:
             return self._reshape_op(x, shape, g, expand=False)
         if not old:

@@ -355,8 +355,9 @@ class _Bufferizer:
                 shape = list(op.static_output_shape.get_values())
                 reassoc = _reassociation(op)
                 res_t = expand_type(_memref_type(src), reassoc, shape)
+                sizes = [self.vmap.get(v, v) for v in op.dynamic_output_shape]
                 expand = memref.ExpandShapeOp.build(
-                    operands=[src, []],
+                    operands=[src, sizes],
                     result_types=[res_t],
                     properties={
                         "reassociation": op.reassociation,

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
     ComplexType,
     FixedBitwidthType,
     MemRefType,
@@ -119,6 +120,8 @@ def collapse_type(
         n = 1
         for d in group:
             n *= shape[d]
+        if any(shape[d] == DYNAMIC_INDEX for d in group):  # a run-time size: the product is too
+            n = DYNAMIC_INDEX
         new_shape.append(n)
     if is_identity(src):
         return make_memref(new_shape, src.element_type, None, 0)

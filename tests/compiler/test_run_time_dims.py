@@ -71,6 +71,20 @@ def encoder_block() -> onnx.ModelProto:
     return _model(nodes, weights, ["batch", "seq", 40], ["batch", "seq", 40])
 
 
+def rms_norm() -> onnx.ModelProto:
+    """Llama's RMSNorm: x / sqrt(mean(x^2) + eps) * g over [1, seq, 48] (the mean keeps its dim)."""
+    nodes = [
+        helper.make_node("Pow", ["x", "two"], ["p"]),
+        helper.make_node("ReduceMean", ["p"], ["m"], axes=[-1], keepdims=1),
+        helper.make_node("Add", ["m", "eps"], ["e"]),
+        helper.make_node("Sqrt", ["e"], ["s"]),
+        helper.make_node("Div", ["x", "s"], ["d"]),
+        helper.make_node("Mul", ["d", "g"], ["y"]),
+    ]
+    weights = {"two": np.array(2.0), "eps": np.array(1e-6), "g": 1 + _w(48)}
+    return _model(nodes, weights, [1, "seq", 48], [1, "seq", 48])
+
+
 def gemms() -> onnx.ModelProto:
     """Gemm with transB and beta (C added after the product, sized by it), then a plain one."""
     nodes = [
@@ -109,6 +123,7 @@ SHAPES = {
     ),
     "heads": (heads, [(4, s, 16) for s in (1, 7, 64, 300)]),
     "gemms": (gemms, [(1, 20), (3, 20), (65, 20)]),
+    "rms_norm": (rms_norm, [(1, s, 48) for s in (1, 7, 64, 300)]),
 }
 
 
@@ -221,6 +236,11 @@ def test_threads_and_a_gpu_target() -> None:
     )
 
 
+def _plus(reduced: str) -> onnx.NodeProto:
+    """x + the reduction (kept dims broadcast back): the output has x's shape."""
+    return helper.make_node("Add", ["x", reduced], ["y"])
+
+
 def _scalar(v: float) -> np.ndarray:
     return np.array(v, np.float32)
 
@@ -241,6 +261,9 @@ ONE_OP = {
     "Reciprocal": ([helper.make_node("Reciprocal", ["x"], ["y"])], {}),
     "LogSoftmax": ([helper.make_node("LogSoftmax", ["x"], ["y"], axis=-1)], {}),
     "Exp": ([helper.make_node("Exp", ["x"], ["e"]), helper.make_node("Sqrt", ["e"], ["y"])], {}),
+    "ReduceMean": ([helper.make_node("ReduceMean", ["x"], ["r"], axes=[-1]), _plus("r")], {}),
+    "ReduceMax": ([helper.make_node("ReduceMax", ["x"], ["r"], axes=[1]), _plus("r")], {}),
+    "ReduceMin": ([helper.make_node("ReduceMin", ["x"], ["r"], axes=[-1]), _plus("r")], {}),
 }
 
 

@@ -1,7 +1,8 @@
 """`ziggurat shapes`: what sizes a model runs at, before anything is compiled: each symbol of
 its inputs with its bounds (the --dim given, narrowed by the model's own, each with the reason
 the model sets it) and every input's and output's shape over the symbols
-(compiler/frontend/symbolic_shapes.py)."""
+(compiler/frontend/symbolic_shapes.py); and whether compile_symbolic compiles it once for every
+size or once per size (and why)."""
 
 from __future__ import annotations
 
@@ -40,6 +41,13 @@ def cmd_shapes(args: argparse.Namespace) -> int:
         for name in names:
             dims = shapes.shape(name)
             print(f"  {name} {'?' if dims is None else _spelled(dims)}")
+    if model.symbols:
+        refusal = model.run_time_refusal()
+        print(
+            "compiled: once for every size"
+            if refusal is None
+            else f"compiled: once per size ({refusal})"
+        )
     return 0
 
 

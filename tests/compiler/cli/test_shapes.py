@@ -8,6 +8,7 @@ from dataclasses import replace
 
 import onnx
 
+from compiler import zoo
 from tests.support import transformer_models as tm
 from tests.support.cli import run_ziggurat
 
@@ -53,3 +54,19 @@ def test_a_static_model() -> None:
         "outputs:",
         "  output [4, 10]",
     ]
+
+
+def test_whether_it_compiles_once_for_every_size(tmp_path) -> None:
+    decoder = tmp_path / "llama.onnx"
+    onnx.save(tm.build(tm.with_cache(tm.SMALL["llama"])), decoder)
+    r = run_ziggurat("shapes", decoder)
+    assert r.returncode == 0, r.stderr
+    last = r.stdout.splitlines()[-1]
+    assert last.startswith("compiled: once per size (") and "is not compiled for run-time" in last
+    mlp = zoo.builtin("mlp")
+    for value in (mlp.graph.input[0], mlp.graph.output[0]):
+        value.type.tensor_type.shape.dim[0].dim_param = "batch"
+    onnx.save(mlp, tmp_path / "mlp.onnx")
+    r = run_ziggurat("shapes", tmp_path / "mlp.onnx")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines()[-1] == "compiled: once for every size"
