@@ -216,7 +216,12 @@ class SymbolicModel:
         fixed = self._fixed_by(self.input_shapes)
         self.bounds = _bounds(self.symbols, dict(dims or {}), fixed)
         self.shapes: SymbolicShapes = analyze(graph)
-        self._nodes = [(op_key(n), n.name, list(n.input), bool(subgraphs(n))) for n in graph.node]
+        self._nodes = [
+            (op_key(n), n.name or f"#{k}", list(n.input), bool(subgraphs(n)))
+            for k, n in enumerate(graph.node)
+        ]
+        """Each node's operator, name (`#index` when unnamed, as import errors say), inputs,
+        and whether it has subgraphs: what run_time_refusal reads, without the weights."""
         """Every tensor's shape over the symbols, and the limits the model puts on them."""
         self.bound_reasons: dict[str, str] = {}
         """Why a symbol's upper bound is what it is, where the model sets it."""

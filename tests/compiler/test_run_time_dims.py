@@ -149,7 +149,7 @@ def test_a_model_with_another_operator_is_compiled_per_size_saying_why() -> None
         np.testing.assert_array_equal(model.run({"x": x})["y"], _reference(onnx_model, x))
     assert model.once() is None
     assert model.one_compile_refused == (
-        "Concat node '' reads 'x', whose shape depends on the symbols; Concat is not "
+        "Concat node '#0' reads 'x', whose shape depends on the symbols; Concat is not "
         "compiled for run-time sizes yet"
     )
     assert model.compiles == 3  # sizes 1, 5 and 9
@@ -159,7 +159,7 @@ def test_one_compile_required_is_an_error_naming_the_operator() -> None:
     model = compile_symbolic(concatenated(), one_compile=True, cache=False)
     with pytest.raises(
         CompileError,
-        match="cannot compile the model once for every size: Concat node '' reads 'x'",
+        match="cannot compile the model once for every size: Concat node '#0' reads 'x'",
     ):
         model.run({"x": np.zeros((2, 6), np.float32)})
 
