@@ -363,10 +363,14 @@ class SymbolicModel:
             for name, ds in self.input_dims.items()
         }
 
+    def _fixed_sizes(self) -> dict[str, int]:
+        """The symbols whose bounds leave one size (input_shapes or dims fixed them)."""
+        return {s: b.lo for s, b in self.bounds.items() if b.lo == b.hi}
+
     def fixed_shapes(self) -> dict[str, list[int]]:
         """The shapes of the inputs whose every symbol is fixed (bounds lo == hi): what a
         static compile (`ziggurat compile --dim seq=128`) takes as input_shapes."""
-        fixed = {s: b.lo for s, b in self.bounds.items() if b.lo == b.hi}
+        fixed = self._fixed_sizes()
         return {
             name: [d if isinstance(d, int) else fixed[d] for d in ds]
             for name, ds in self.input_dims.items()
@@ -431,7 +435,7 @@ class SymbolicModel:
         ]
         if unknown:
             return self._refuse(f"the shape of output '{unknown[0]}' is not known over the symbols")
-        fixed = {s: b.lo for s, b in self.bounds.items() if b.lo == b.hi}
+        fixed = self._fixed_sizes()
         shapes = {
             name: [d if isinstance(d, int) else fixed.get(d, RUN_TIME) for d in ds]
             for name, ds in self.input_dims.items()

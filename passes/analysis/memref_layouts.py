@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from xdsl.builder import Builder
 from xdsl.dialects import arith, memref
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
@@ -23,7 +24,7 @@ from xdsl.dialects.builtin import (
     NoneAttr,
 )
 from xdsl.ir import Block, BlockArgument, Operation, OpResult, SSAValue
-from xdsl.rewriter import InsertPoint, Rewriter
+from xdsl.rewriter import InsertPoint
 
 from passes.analysis.pass_errors import op_error
 
@@ -63,12 +64,11 @@ class IndexArith:
     """Index arithmetic that folds what is known and inserts what is not at one point."""
 
     def __init__(self, point: InsertPoint) -> None:
-        self.point = point
+        self.builder = Builder(point)
         self._constants: dict[int, SSAValue] = {}
 
     def _insert(self, op: Operation) -> SSAValue:
-        Rewriter.insert_op(op, self.point)
-        return op.results[0]
+        return self.builder.insert(op).results[0]
 
     def value(self, x: Extent) -> SSAValue:
         if isinstance(x, int):

@@ -170,26 +170,28 @@ class AllocLowering(RewritePattern):
         if op.symbol_operands:
             raise op_error(op, "memref.alloc with symbol operands")
         if op.dynamic_sizes:
-            _dynamic_alloc(op, mtype, rewriter)
-            return
-        size = -(-max(_byte_size(mtype), 1) // ALIGNMENT) * ALIGNMENT
-        nbytes = const_int(size)
+            ops, nbytes = _run_time_bytes(op, mtype, rewriter)
+        else:
+            size = const_int(-(-max(_byte_size(mtype), 1) // ALIGNMENT) * ALIGNMENT)
+            ops, nbytes = [size], size.result
         slot = _slot(op)
         if slot is not None:  # @main's arena, kept between calls
-            call = llvm.CallOp("__ziggurat_arena_take", slot.result, nbytes.result, return_type=PTR)
-            replace(rewriter, op, [slot, nbytes, call], [call.returned])
+            call = llvm.CallOp("__ziggurat_arena_take", slot.result, nbytes, return_type=PTR)
+            replace(rewriter, op, [slot, *ops, call], [call.returned])
             return
         module = op.get_toplevel_object()
         assert isinstance(module, ModuleOp)
         declare_function(module, "aligned_alloc", [i64, i64], PTR)
         align = const_int(ALIGNMENT)
-        call = llvm.CallOp("aligned_alloc", align.result, nbytes.result, return_type=PTR)
-        replace(rewriter, op, [align, nbytes, call], [call.returned])
+        call = llvm.CallOp("aligned_alloc", align.result, nbytes, return_type=PTR)
+        replace(rewriter, op, [align, *ops, call], [call.returned])
 
 
-def _dynamic_alloc(op: memref.AllocOp, mtype: MemRefType, rewriter: PatternRewriter) -> None:
-    """aligned_alloc of the run-time size: the product of the sizes, rounded up to the
-    alignment (at least one alignment, as for an empty static buffer)."""
+def _run_time_bytes(
+    op: memref.AllocOp, mtype: MemRefType, rewriter: PatternRewriter
+) -> tuple[list[Operation], SSAValue]:
+    """The ops computing an alloc's run-time byte size, and it: the product of the sizes,
+    rounded up to the alignment (at least one alignment, as for an empty static buffer)."""
     if not isinstance(mtype.layout, NoneAttr):
         raise op_error(op, f"memref.alloc of {mtype}: run-time sizes need the row-major layout")
     static = 1
@@ -214,13 +216,7 @@ def _dynamic_alloc(op: memref.AllocOp, mtype: MemRefType, rewriter: PatternRewri
     empty = llvm.ICmpOp(rounded.res, zero.result, IntegerAttr(0, 64))  # eq
     nbytes = llvm.SelectOp(empty.res, least.result, rounded.res)
     ops += [round_up, mask, zero, least, padded, rounded, empty, nbytes]
-    size_value = nbytes.res
-    module = op.get_toplevel_object()
-    assert isinstance(module, ModuleOp)
-    declare_function(module, "aligned_alloc", [i64, i64], PTR)
-    align = const_int(ALIGNMENT)
-    call = llvm.CallOp("aligned_alloc", align.result, size_value, return_type=PTR)
-    replace(rewriter, op, [*ops, align, call], [call.returned])
+    return ops, nbytes.res
 
 
 class AllocaLowering(RewritePattern):

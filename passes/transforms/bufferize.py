@@ -607,13 +607,17 @@ class _Bufferizer:
         self.body.remove(owner)
         self.body.insert(self.body.index(anchor), owner)
 
-    def group_start(self, at: int) -> int:
-        """Where the fusion group of body[at] begins (`at` for an op of no group): what is moved
-        in front of it must not land inside the kernel it becomes."""
+    def group_span(self, at: int) -> tuple[int, int]:
+        """Where the fusion group of body[at] begins and ends (`at` for an op of no group): what
+        is moved in front of it or after it must not land inside the kernel it becomes."""
         group = self.body[at].attributes.get(GROUP_ATTR)
         if group is None:
-            return at
-        return min(k for k, o in enumerate(self.body) if o.attributes.get(GROUP_ATTR) == group)
+            return at, at
+        members = [k for k, o in enumerate(self.body) if o.attributes.get(GROUP_ATTR) == group]
+        return members[0], members[-1]
+
+    def group_start(self, at: int) -> int:
+        return self.group_span(at)[0]
 
     def hoist_fills(self, fills: list[FillOp], before: int) -> None:
         """Move `fills` (in order, with what defines their operands) in front of body[before],
@@ -835,16 +839,9 @@ class _Bufferizer:
         pos = self.positions()
         frees: list[tuple[int, memref.AllocOp]] = []
         for root, alloc in self.dynamic.items():
-            frees.append((self.group_end(max(self.users_of_root(root, pos))), alloc))
+            frees.append((self.group_span(max(self.users_of_root(root, pos)))[1], alloc))
         for last, alloc in sorted(frees, key=lambda f: -f[0]):
             self.body.insert(last + 1, memref.DeallocOp.get(alloc.memref))
-
-    def group_end(self, at: int) -> int:
-        """Where the fusion group of body[at] ends (`at` for an op of no group)."""
-        group = self.body[at].attributes.get(GROUP_ATTR)
-        if group is None:
-            return at
-        return max(k for k, o in enumerate(self.body) if o.attributes.get(GROUP_ATTR) == group)
 
     def finish(self, ret: func.ReturnOp, out_args: Sequence[SSAValue], block: Block) -> MemoryPlan:
         for value, out in zip(ret.operands, out_args, strict=True):

@@ -113,7 +113,7 @@ def _flat_view(layouts: MemrefLayouts, root: SSAValue, cache: dict[SSAValue, SSA
     cast = memref.ReinterpretCastOp.from_dynamic(
         root, [0], [extent], [1], MemRefType(mtype.element_type, [size])
     )
-    Rewriter.insert_op(cast, arith_.point)
+    arith_.builder.insert(cast)
     cache[root] = cast.result
     return cast.result
 
@@ -169,12 +169,10 @@ class ResolveDynamicMemrefsPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         functions = [f for f in op.body.block.ops if isinstance(f, func.FuncOp)]
-        if not any(
-            _has_dynamic(v.type)
-            for f in functions
-            for o in f.walk()
-            for v in (*o.operands, *o.results)
-        ) and not any(_has_dynamic(t) for f in functions for t in f.function_type.inputs.data):
+        # every memref value is a function's argument or an op's result
+        if not any(_has_dynamic(t) for f in functions for t in f.function_type.inputs.data) and (
+            not any(_has_dynamic(r.type) for f in functions for o in f.walk() for r in o.results)
+        ):
             return
         sizes: dict[BlockArgument, list[SSAValue]] = {}
         expanded: set[str] = set()

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from xdsl.builder import Builder
 from xdsl.dialects import arith, memref, scf
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
@@ -43,18 +44,13 @@ BLOCK = 64
 """Block size along a loop with a run-time extent: full blocks of 64, then 32, 16, ... 1."""
 
 
-class _Builder:
-    """Inserts ops in order at one point (the start of a block or before an op)."""
+def _add(b: Builder, op: Operation) -> SSAValue:
+    """Insert `op` where `b` inserts (in order) and give its result."""
+    return b.insert(op).results[0]
 
-    def __init__(self, point: InsertPoint) -> None:
-        self.point = point
 
-    def add(self, op: Operation) -> SSAValue:
-        Rewriter.insert_op(op, self.point)
-        return op.results[0] if op.results else None  # type: ignore[return-value]
-
-    def index(self, value: int) -> SSAValue:
-        return self.add(arith.ConstantOp(IntegerAttr(value, IndexType())))
+def _index(b: Builder, value: int) -> SSAValue:
+    return _add(b, arith.ConstantOp(IntegerAttr(value, IndexType())))
 
 
 def _loop_of_dims(op: linalg.GenericOp) -> list[list[int | None]]:
@@ -90,15 +86,15 @@ def split_dynamic_kernel(op: linalg.GenericOp, block: int = BLOCK) -> None:
                     "loops; only a dim indexed by one loop can have a run-time size",
                 )
             extent_of.setdefault(d, (value, r))
-    b = _Builder(InsertPoint.before(op))
+    b = Builder(InsertPoint.before(op))
     extents: dict[int, SSAValue] = {
-        d: b.add(memref.DimOp(v, b.index(r))) for d, (v, r) in extent_of.items()
+        d: _add(b, memref.DimOp(v, _index(b, r))) for d, (v, r) in extent_of.items()
     }
     blocks = dict.fromkeys(extent_of, block)
     for d, size in _unit_loops(op, loops_of).items():
         blocks[d] = 1
         if d not in extents:
-            extents[d] = b.index(size)
+            extents[d] = _index(b, size)
     _blocks(op, b, sorted(blocks), extents, {}, blocks, loops_of)
     Rewriter.erase_op(op)
 
@@ -129,7 +125,7 @@ def _unit_loops(op: linalg.GenericOp, loops_of: list[list[int | None]]) -> dict[
 
 def _blocks(
     op: linalg.GenericOp,
-    b: _Builder,
+    b: Builder,
     dims: Sequence[int],
     extents: dict[int, SSAValue],
     placed: dict[int, tuple[SSAValue, int]],
@@ -143,34 +139,34 @@ def _blocks(
         return
     d, rest = dims[0], dims[1:]
     n, block = extents[d], blocks[d]
-    size_b = b.index(block)
-    remainder = b.add(arith.RemUIOp(n, size_b)) if block > 1 else None
-    full_end = b.add(arith.SubiOp(n, remainder)) if remainder is not None else n
+    size_b = _index(b, block)
+    remainder = _add(b, arith.RemUIOp(n, size_b)) if block > 1 else None
+    full_end = _add(b, arith.SubiOp(n, remainder)) if remainder is not None else n
     body = Block(arg_types=[IndexType()])
-    loop = scf.ForOp(b.index(0), full_end, size_b, [], body)
-    b.add(loop)
-    inner = _Builder(InsertPoint.at_end(body))
+    loop = scf.ForOp(_index(b, 0), full_end, size_b, [], body)
+    b.insert(loop)
+    inner = Builder(InsertPoint.at_end(body))
     _blocks(op, inner, rest, extents, {**placed, d: (body.args[0], block)}, blocks, loops_of)
-    inner.add(scf.YieldOp())
+    inner.insert(scf.YieldOp())
     if remainder is None:
         return
     bit = block // 2
     while bit >= 1:
-        taken = b.add(arith.AndIOp(remainder, b.index(bit)))
-        cond = b.add(arith.CmpiOp(taken, b.index(0), "ne"))
-        higher = b.add(arith.AndIOp(remainder, b.index(-2 * bit)))
-        start = b.add(arith.AddiOp(full_end, higher))
+        taken = _add(b, arith.AndIOp(remainder, _index(b, bit)))
+        cond = _add(b, arith.CmpiOp(taken, _index(b, 0), "ne"))
+        higher = _add(b, arith.AndIOp(remainder, _index(b, -2 * bit)))
+        start = _add(b, arith.AddiOp(full_end, higher))
         then = Block()
-        b.add(scf.IfOp(cond, [], Region(then)))
-        inner = _Builder(InsertPoint.at_end(then))
+        b.insert(scf.IfOp(cond, [], Region(then)))
+        inner = Builder(InsertPoint.at_end(then))
         _blocks(op, inner, rest, extents, {**placed, d: (start, bit)}, blocks, loops_of)
-        inner.add(scf.YieldOp())
+        inner.insert(scf.YieldOp())
         bit //= 2
 
 
 def _block_kernel(
     op: linalg.GenericOp,
-    b: _Builder,
+    b: Builder,
     placed: dict[int, tuple[SSAValue, int]],
     loops_of: list[list[int | None]],
 ) -> None:
@@ -193,12 +189,12 @@ def _block_kernel(
             else:
                 offsets.append(0)
                 sizes.append(size)
-        views.append(b.add(_subview(op, i, value, t, offsets, sizes)))
+        views.append(_add(b, _subview(op, i, value, t, offsets, sizes)))
     clone = op.clone()
     clone.attributes.pop(SCHEDULE_ATTR_NAME, None)
     for k, view in enumerate(views):
         clone.operands[k] = view
-    b.add(clone)
+    b.insert(clone)
 
 
 def _subview(
