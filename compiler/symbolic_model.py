@@ -484,10 +484,12 @@ class SymbolicModel:
     def run(self, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Outputs by name: from the model compiled once where it is, else from the
         specialization for the feeds' sizes."""
+        if not self.symbols:
+            return self.for_feeds(feeds).run(feeds)
+        sizes = self.bind({k: np.shape(v) for k, v in feeds.items()})  # before any compile
         once = self.once()
         if once is None:
-            return self.for_feeds(feeds).run(feeds)
-        sizes = self.bind({k: np.shape(v) for k, v in feeds.items()})
+            return self._specialization(sizes, feeds).run(feeds)
         return once.run(feeds, self.output_shapes(once, sizes))
 
     def close(self) -> None:

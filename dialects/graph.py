@@ -21,6 +21,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
     I64,
     DenseArrayBase,
     DenseIntOrFPElementsAttr,
@@ -1220,7 +1221,13 @@ class ReshapeOp(GraphOp):
             same_element_type([_element_type(self.x), _element_type(self.result)], ANY)
         except ShapeError as e:
             raise VerifyException(str(e)) from e
-        if int(np.prod(src)) != int(np.prod(dst)):
+        if DYNAMIC_INDEX in (*src, *dst):  # run-time dims: as many, the static ones alike
+            static = [[d for d in s if d != DYNAMIC_INDEX] for s in (src, dst)]
+            if list(src).count(DYNAMIC_INDEX) != list(dst).count(DYNAMIC_INDEX) or int(
+                np.prod(static[0])
+            ) != int(np.prod(static[1])):
+                raise VerifyException(f"cannot reshape {list(src)} into {list(dst)}")
+        elif int(np.prod(src)) != int(np.prod(dst)):
             raise VerifyException(
                 f"cannot reshape {list(src)} into {list(dst)}: element counts differ"
             )
@@ -1397,6 +1404,31 @@ class ShapeOp(GraphOp):
         return i64
 
 
+@irdl_op_definition
+class RangeOp(GraphOp):
+    """ONNX Range with bounds known only at run time (the frontend folds constant ones): the
+    values start, start + delta, ... below limit (above it for a negative delta), so its one
+    dim is `?`. The operands are 0-d integer tensors."""
+
+    name = "graph.range"
+    ELEMENTS: ClassVar[tuple[Attribute, ...]] = INTEGER
+    start = operand_def(TensorType)
+    limit = operand_def(TensorType)
+    delta = operand_def(TensorType)
+    result = result_def(AnyTensor)
+    traits = traits_def(Pure(), FusionPattern(PatternKind.OPAQUE))
+
+    assembly_format = (
+        "$start `,` $limit `,` $delta attr-dict `:` functional-type(operands, results)"
+    )
+
+    @classmethod
+    def infer_shape(cls, shapes: list[Any], p: dict[str, Any]) -> Shape:
+        if any(tuple(s) != () for s in shapes):
+            raise ShapeError(f"range bounds must be scalars (0-d), got shapes {shapes}")
+        return (DYNAMIC_INDEX,)
+
+
 # ----------------------------------------------------------------------------- fusion
 
 
@@ -1542,7 +1574,7 @@ GRAPH_OPS: list[type[Operation]] = [
     ConvOp, ConvNchwcOp, LayoutTransformOp, WinogradInputOp, WinogradOutputOp, MatmulOp, GemmOp, SoftmaxOp, LogSoftmaxOp, LayerNormOp, BatchNormOp,
     MaxPoolOp, AvgPoolOp, GlobalAvgPoolOp, GlobalMaxPoolOp,
     ReshapeOp, FlattenOp, SqueezeOp, UnsqueezeOp, TransposeOp, ConcatOp, SplitOp, SliceOp,
-    GatherOp, PadOp, ReduceMeanOp, ReduceSumOp, ReduceProdOp, ReduceMaxOp, ShapeOp,
+    GatherOp, PadOp, ReduceMeanOp, ReduceSumOp, ReduceProdOp, ReduceMaxOp, ShapeOp, RangeOp,
     IdentityOp, DropoutOp, CastOp, FusedOp, YieldOp,
 ]  # fmt: skip
 

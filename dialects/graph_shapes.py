@@ -11,6 +11,8 @@ from collections.abc import Mapping, Sequence
 from math import prod
 from typing import Any, NamedTuple
 
+from xdsl.dialects.builtin import DYNAMIC_INDEX as RUN_TIME
+
 from dialects.winograd import TILES, alpha, tile_grid
 
 Shape = tuple[int, ...]
@@ -388,7 +390,8 @@ def concat(xs: Sequence[Shape], axis: int) -> Shape:
         ):
             raise ShapeError(f"concat inputs {[list(s) for s in xs]} differ off axis {axis}")
     out = list(xs[0])
-    out[axis] = sum(s[axis] for s in xs)
+    along = [s[axis] for s in xs]
+    out[axis] = RUN_TIME if RUN_TIME in along else sum(along)
     return tuple(out)
 
 
@@ -427,6 +430,11 @@ def slice_(x: Shape, starts: Sequence[int], ends: Sequence[int], steps: Sequence
         _expect_len(n, v, len(x))
     out = []
     for d, s, e, st in zip(x, starts, ends, steps, strict=True):
+        if d == RUN_TIME:  # a run-time dim is kept whole
+            if (s, e, st) != (0, RUN_TIME, 1):
+                raise ShapeError(f"slice ({s}, {e}, {st}) of a run-time dim: only whole ones")
+            out.append(RUN_TIME)
+            continue
         if st == 0:
             raise ShapeError("slice step must not be 0")
         ok = (0 <= s <= d and 0 <= e <= d) if st > 0 else (0 <= s < max(d, 1) and -1 <= e < d)
@@ -467,6 +475,27 @@ def batch_norm(x: Shape, params: Sequence[Shape]) -> Shape:
     return tuple(x)
 
 
+def _run_time_reshape_target(
+    x: Shape, shape: Sequence[int], out: list[int], allowzero: int
+) -> Shape:
+    """reshape_target of an input with run-time dims: each `?` must be copied (0) or be the one
+    -1, the static dims must multiply to the same, so every `?` stays one dim."""
+    copied = {i for i, d in enumerate(shape) if d == 0 and not allowzero and x[i] == RUN_TIME}
+    free = [i for i, d in enumerate(x) if d == RUN_TIME and i not in copied]
+    static_in = prod(d for i, d in enumerate(x) if d != RUN_TIME)
+    static_out = prod(d for d in out if d not in (RUN_TIME, -1))
+    if (
+        len(free) != out.count(-1)
+        or static_in != static_out
+        or any(d < 0 and d not in (RUN_TIME, -1) for d in out)
+    ):
+        raise ShapeError(
+            f"cannot reshape {['?' if d == RUN_TIME else d for d in x]} into {list(shape)}: each run-time dim must be copied "
+            "(0) or be the one -1, with the other dims' product unchanged"
+        )
+    return tuple(RUN_TIME if d == -1 else d for d in out)
+
+
 def reshape_target(x: Shape, shape: Sequence[int], allowzero: int = 0) -> Shape:
     """ONNX Reshape target: 0 copies the input dim (unless allowzero), one -1 is inferred."""
     if not allowzero and any(d == 0 for d in shape[len(x) :]):
@@ -477,6 +506,8 @@ def reshape_target(x: Shape, shape: Sequence[int], allowzero: int = 0) -> Shape:
     out = [x[i] if d == 0 and not allowzero else d for i, d in enumerate(shape)]
     if out.count(-1) > 1:
         raise ShapeError("reshape shape may contain at most one -1")
+    if RUN_TIME in x:
+        return _run_time_reshape_target(x, shape, out, allowzero)
     if -1 in out:
         known = prod(d for d in out if d != -1)
         if known == 0 or prod(x) % known:

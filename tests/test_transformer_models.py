@@ -1,7 +1,8 @@
 """Issue 30's transformer set (tests/support/transformer_models.py: GPT-2, Llama with grouped-
 query attention and rotary embeddings, Qwen2, BERT, a T5 encoder; symbolic batch and sequence),
-each one SymbolicModel (compiler/symbolic_model.py) run at several sizes and compared with
-onnxruntime on the same model."""
+each one SymbolicModel (compiler/symbolic_model.py) compiled once for every size and run at
+1, 7, 64 and 300 tokens, batch 1 and 3, against onnxruntime on the same model; the decoders also
+with a KV cache (a prefill, decode steps)."""
 
 from __future__ import annotations
 
@@ -13,8 +14,8 @@ from compiler.errors import InputError
 from compiler.symbolic_model import SymbolicModel, compile_symbolic
 from tests.support import transformer_models as tm
 
-SIZES = [(1, 1), (3, 7), (1, 64)]
-"""(batch, tokens) of every model; one model also runs 300 tokens (test_long_sequence)."""
+SIZES = [(b, s) for b in (1, 3) for s in (1, 7, 64, 300)]
+"""(batch, tokens) of every model."""
 
 
 def _session(model):
@@ -29,7 +30,7 @@ def _symbolic(kind: str, cache: bool = False) -> SymbolicModel:
     if (kind, cache) not in _MODELS:
         cfg = tm.with_cache(tm.SMALL[kind]) if cache else tm.SMALL[kind]
         dims = {"batch": (1, 4), "seq": (1, 512)} | ({"past": (0, 512)} if cache else {})
-        _MODELS[kind, cache] = compile_symbolic(tm.build(cfg), dims, cache=False)
+        _MODELS[kind, cache] = compile_symbolic(tm.build(cfg), dims, one_compile=True, cache=False)
     return _MODELS[kind, cache]
 
 
@@ -57,19 +58,31 @@ def test_kv_cache_matches_onnxruntime(kind: str, batch: int, seq: int, past: int
     _check(tm.build(cfg), tm.feeds(cfg, batch, seq, past), _symbolic(kind, cache=True))
 
 
-def test_long_sequence() -> None:
-    cfg = tm.SMALL["llama"]
-    _check(tm.build(cfg), tm.feeds(cfg, 1, 300), _symbolic("llama"))
+@pytest.mark.parametrize("kind,cache", [(k, False) for k in sorted(tm.SMALL)] + [("llama", True)])
+def test_one_compile_serves_every_size(kind: str, cache: bool) -> None:
+    """Shape arithmetic, embeddings, masks, heads and the cache all take run-time sizes: the
+    model is compiled once (`?` dims), never per size."""
+    cfg = tm.with_cache(tm.SMALL[kind]) if cache else tm.SMALL[kind]
+    symbolic = _symbolic(kind, cache)
+    for batch, seq, past in [(1, 5, 0), (2, 1, 5)] if cache else [(1, 5, 0), (2, 9, 0)]:
+        symbolic.run(tm.feeds(cfg, batch, seq, past))
+    assert symbolic.one_compile_refused is None
+    assert symbolic.once() is not None and symbolic.compiles == 1
 
 
-def test_one_compile_per_size_and_bounds() -> None:
-    """A size seen before reuses its specialization; one outside the bounds is one InputError
-    naming the symbol, the input and the axis, before any compile."""
+def test_specialized_per_size_on_request_and_bounds() -> None:
+    """Specialization stays (one_compile=False: one compile per size, a size seen before
+    reuses its own); a size outside the bounds is one InputError naming the symbol, the input
+    and the axis, before any compile."""
     cfg = tm.SMALL["bert"]
-    symbolic = compile_symbolic(tm.build(cfg), {"batch": (1, 4), "seq": (1, 64)}, cache=False)
+    symbolic = compile_symbolic(
+        tm.build(cfg), {"batch": (1, 4), "seq": (1, 64)}, one_compile=False, cache=False
+    )
     first = symbolic.run(tm.feeds(cfg, 1, 7))
     again = symbolic.run(tm.feeds(cfg, 1, 7))
     assert symbolic.compiles == 1
+    _check(tm.build(cfg), tm.feeds(cfg, 3, 5), symbolic)
+    assert symbolic.compiles == 2
     for name, value in first.items():
         np.testing.assert_array_equal(again[name], value)
     with pytest.raises(
@@ -80,4 +93,4 @@ def test_one_compile_per_size_and_bounds() -> None:
         symbolic.run(tm.feeds(cfg, 1, 65))
     with pytest.raises(InputError, match=r"symbol 'batch' is 5 .* outside the bounds 1\.\.4"):
         symbolic.run(tm.feeds(cfg, 5, 3))
-    assert symbolic.compiles == 1
+    assert symbolic.compiles == 2

@@ -15,8 +15,9 @@
 // Inputs/autotune-db.jsonl is generated from this file by the real code:
 //     python lit_tests/passes/transforms/Inputs/make-autotune-db.py
 // It computes @kernel_0's workload key with autotune.task.task_from_function, the space hashes with
-// autotune.space.SearchSpace (one record per host vector width, 16/8/4, so that exactly one applies
-// on any host), samples configs with SearchSpace.sample (scalar ones, vector = -1, so that the
+// autotune.space.SearchSpace (one record set per distinct space: each vector width, 16/8/4, on each
+// CPU preset and on the generating host, as the space depends on the register file and caches too,
+// so that exactly one applies on a Zen 4/5, an AVX2 core or the like), samples configs with SearchSpace.sample (scalar ones, vector = -1, so that the
 // schedule below is the same on every host), and stamps the installed compiler version. Besides the
 // record that must be applied (2e-5 s), it holds records that must NOT be: a slower one, a faster one
 // from another compiler version, a faster one that failed (wrong_result), a faster one with another

@@ -114,22 +114,41 @@ def reassociation(small: Shape, big: Shape) -> list[list[int]] | None:
     return groups if j == len(big) else None
 
 
-def unit_reassociation(small: Shape, big: Shape) -> list[list[int]] | None:
-    """The groups of `big`'s dims, one per dim of `small`, when `big` is `small` with unit dims
-    inserted (each joins the group before it; leading ones the first): else None."""
+def run_time_reassociation(small: Shape, big: Shape) -> list[list[int]] | None:
+    """The groups of `big`'s dims, one per dim of `small`, when shapes have `?` dims: a `?` of
+    `small` is one `?` of `big` (with unit dims beside it), a static dim the product of a run
+    of static ones; unit dims join the group before them (leading ones the first). Else None:
+    a `?` made of several dims, or split into several, has no size to give."""
     if len(big) <= len(small) or not small:
         return None
-    groups: list[list[int]] = [[] for _ in small]
-    k = 0
-    for d, size in enumerate(big):
-        if k < len(small) and size == small[k]:
-            groups[k].append(d)
-            k += 1
-        elif size == 1:
-            groups[max(k - 1, 0)].append(d)
+    groups: list[list[int]] = []
+    j = 0
+    for i, s in enumerate(small):
+        group: list[int] = []
+        if s == DYNAMIC_INDEX:
+            while j < len(big) and big[j] == 1:
+                group.append(j)
+                j += 1
+            if j == len(big) or big[j] != DYNAMIC_INDEX:
+                return None
+            group.append(j)
+            j += 1
         else:
-            return None
-    return groups if k == len(small) else None
+            p = 1
+            while j < len(big) and big[j] != DYNAMIC_INDEX:
+                group.append(j)
+                p *= big[j]
+                j += 1
+                if p == s:
+                    break
+            if p != s or not group:
+                return None
+        if i == len(small) - 1 or small[i + 1] != 1:
+            while j < len(big) and big[j] == 1:
+                group.append(j)
+                j += 1
+        groups.append(group)
+    return groups if j == len(big) else None
 
 
 def is_float(t: Attribute) -> bool:
@@ -533,10 +552,10 @@ class Emitter:
         shape = tuple(shape)
         if old == shape:
             return x
-        if DYNAMIC_INDEX in (*old, *shape):  # run-time sizes: only unit dims come or go
-            groups = unit_reassociation(old, shape)
+        if DYNAMIC_INDEX in (*old, *shape):  # run-time sizes: `?` dims stay whole
+            groups = run_time_reassociation(old, shape)
             if groups is None:
-                groups = unit_reassociation(shape, old)
+                groups = run_time_reassociation(shape, old)
                 if groups is None:  # left unsized: `unsized` reports the op
                     return self.add(tensor.EmptyOp([], TensorType(elem_of(x), list(shape))))
                 return self._reshape_op(x, shape, groups, expand=False)

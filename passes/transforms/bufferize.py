@@ -338,6 +338,10 @@ class _Bufferizer:
                     ty = tensor_to_memref(op.tensor.type)
                     sizes = [self.vmap.get(v, v) for v in op.dynamic_sizes]
                     self.bind(op.tensor, self.new_buffer(ty, sizes))
+            case tensor.ExtractOp():  # a scalar read outside kernels (a run-time bound)
+                indices = [self.vmap.get(v, v) for v in op.indices]
+                load = self.emit(memref.LoadOp.get(self.vmap[op.tensor], indices))
+                self.vmap[op.result] = load.res
             case tensor.DimOp():
                 index = self.vmap.get(op.index, op.index)
                 dim = self.emit(memref.DimOp(self.vmap[op.source], index))
@@ -550,6 +554,13 @@ class _Bufferizer:
             op.library_call,
         )
         new.attributes.update(op.attributes)
+        for size in [o for o in new.walk() if isinstance(o, tensor.DimOp)]:  # a read's bound
+            replaced = memref.DimOp(size.source, size.index)
+            size.result.replace_all_uses_with(replaced.result)
+            parent = size.parent_block()
+            assert parent is not None
+            parent.insert_op_before(replaced, size)
+            parent.erase_op(size)
         for extract in [o for o in new.walk() if isinstance(o, tensor.ExtractOp)]:
             load = memref.LoadOp.get(extract.tensor, list(extract.indices))
             extract.result.replace_all_uses_with(load.res)

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
     ModuleOp,
     TensorType,
 )
@@ -266,7 +267,9 @@ class FoldConstantOp(RewritePattern):
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
         if isinstance(op, g.ShapeOp):  # static shapes: known whatever the operand is
-            rewriter.replace(op, g.ConstantOp(np.asarray(_operand_shape(op), dtype=np.int64)))
+            shape = _operand_shape(op)
+            if DYNAMIC_INDEX not in shape:  # a run-time dim is read when the model runs
+                rewriter.replace(op, g.ConstantOp(np.asarray(shape, dtype=np.int64)))
             return
         if type(op) not in NUMPY_SEMANTICS or not op.results:
             return

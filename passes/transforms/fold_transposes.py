@@ -67,8 +67,10 @@ def fold_transpose(t: GenericOp) -> GenericOp | None:
     """P rebuilt to write T's result (T and P's old init erased), or None where T is not a
     transpose of a foldable producer."""
     maps = _transpose_maps(t)
+    if maps is None or not t.inputs:
+        return None
     p = t.inputs[0].owner
-    if maps is None or not isinstance(p, GenericOp) or p is t:
+    if not isinstance(p, GenericOp) or p is t:
         return None
     if len(p.outputs) != 1 or len(p.res) != 1 or not p.res[0].has_one_use():
         return None

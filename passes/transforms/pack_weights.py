@@ -47,7 +47,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import DYNAMIC_INDEX, ModuleOp
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
@@ -154,7 +154,9 @@ class PackWeight(RewritePattern):
             return
         w = constant_weight(op)
         a_shape = _shape(op.a)
-        if w is None or not a_shape or not self._packs(w, math.prod(a_shape[:-1])):
+        if w is None or not a_shape or DYNAMIC_INDEX in a_shape:  # run-time rows: no plan yet
+            return
+        if not self._packs(w, math.prod(a_shape[:-1])):
             return
         if isinstance(op, g.GemmOp):
             plain = [prop(op, "trans_a"), prop(op, "trans_b"), prop(op, "alpha"), prop(op, "beta")]

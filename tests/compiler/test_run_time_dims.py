@@ -102,12 +102,126 @@ def heads() -> onnx.ModelProto:
 
 
 def concatenated() -> onnx.ModelProto:
-    """Concat is not compiled for run-time sizes: this model is compiled per size."""
+    """Concat along the run-time axis: the result is as long as both inputs together."""
     nodes = [
         helper.make_node("Concat", ["x", "x"], ["t"], axis=0),
         helper.make_node("Relu", ["t"], ["y"]),
     ]
-    return _model(nodes, {}, ["n", 6], ["2n", 6])
+    return _model(nodes, {}, ["n", 6], ["2 * n", 6])
+
+
+def cumulative() -> onnx.ModelProto:
+    """CumSum is not compiled for run-time sizes: this model is compiled per size."""
+    nodes = [helper.make_node("CumSum", ["x", "axis"], ["y"])]
+    model = _model(nodes, {}, ["n", 6], ["n", 6])
+    model.graph.initializer.append(numpy_helper.from_array(np.array(1, np.int64), "axis"))
+    return model
+
+
+def _ints(name: str, *values: int) -> onnx.TensorProto:
+    return numpy_helper.from_array(np.array(values, np.int64), name)
+
+
+def split_heads() -> onnx.ModelProto:
+    """Exporters' shape arithmetic: [batch, seq, 24] reshaped into 4 heads through Shape,
+    Gather, Unsqueeze and Concat, a softmax per head, and back (the targets bound to the
+    symbols by compiler/frontend/shape_binding.py)."""
+    nodes = [
+        helper.make_node("Shape", ["x"], ["s"]),
+        helper.make_node("Gather", ["s", "i0"], ["b"], axis=0),
+        helper.make_node("Gather", ["s", "i1"], ["q"], axis=0),
+        helper.make_node("Unsqueeze", ["b", "zero"], ["bu"]),
+        helper.make_node("Unsqueeze", ["q", "zero"], ["qu"]),
+        helper.make_node("Concat", ["bu", "qu", "heads", "width"], ["split"], axis=0),
+        helper.make_node("Reshape", ["x", "split"], ["r"]),
+        helper.make_node("Transpose", ["r"], ["t"], perm=[0, 2, 1, 3]),
+        helper.make_node("Softmax", ["t"], ["p"], axis=-1),
+        helper.make_node("Transpose", ["p"], ["u"], perm=[0, 2, 1, 3]),
+        helper.make_node("Concat", ["bu", "qu", "all"], ["merge"], axis=0),
+        helper.make_node("Reshape", ["u", "merge"], ["y"]),
+    ]
+    model = _model(nodes, {}, ["batch", "seq", 24], ["batch", "seq", 24])
+    model.graph.initializer.extend(
+        [
+            numpy_helper.from_array(np.array(0, np.int64), "i0"),
+            numpy_helper.from_array(np.array(1, np.int64), "i1"),
+            _ints("zero", 0),
+            _ints("heads", 4),
+            _ints("width", 6),
+            _ints("all", 24),
+        ]
+    )
+    return model
+
+
+def positions() -> onnx.ModelProto:
+    """A learned position table read at Range(0, seq), the length read from x's shape at run
+    time (graph.shape, graph.range), added to x: [batch, seq, 16]."""
+    nodes = [
+        helper.make_node("Shape", ["x"], ["s"]),
+        helper.make_node("Gather", ["s", "i1"], ["n"], axis=0),
+        helper.make_node("Range", ["start", "n", "step"], ["slots"]),
+        helper.make_node("Gather", ["table", "slots"], ["pos"], axis=0),
+        helper.make_node("Add", ["x", "pos"], ["y"]),
+    ]
+    model = _model(nodes, {"table": _w(400, 16)}, ["batch", "seq", 16], ["batch", "seq", 16])
+    model.graph.initializer.extend(
+        [
+            numpy_helper.from_array(np.array(v, np.int64), n)
+            for n, v in (("i1", 1), ("start", 0), ("step", 1))
+        ]
+    )
+    return model
+
+
+def rotate_half() -> onnx.ModelProto:
+    """Rotary embeddings' rotate_half with Split and Slice along the static axis (the first half
+    at offset 0 too): concat(-x2, x1) * x + x[..., :8] broadcast, [batch, seq, 16]."""
+    nodes = [
+        helper.make_node("Split", ["x", "halves"], ["x1", "x2"], axis=-1),
+        helper.make_node("Neg", ["x2"], ["n2"]),
+        helper.make_node("Concat", ["n2", "x1"], ["rot"], axis=-1),
+        helper.make_node("Slice", ["x", "s0", "s8", "axes"], ["first"]),
+        helper.make_node("Slice", ["x", "s8", "s16", "axes"], ["second"]),
+        helper.make_node("Concat", ["second", "first"], ["swapped"], axis=-1),
+        helper.make_node("Mul", ["rot", "swapped"], ["y"]),
+    ]
+    model = _model(nodes, {}, ["batch", "seq", 16], ["batch", "seq", 16])
+    model.graph.initializer.extend(
+        [_ints("halves", 8, 8), _ints("s0", 0), _ints("s8", 8), _ints("s16", 16), _ints("axes", 2)]
+    )
+    return model
+
+
+def repeat_kv() -> onnx.ModelProto:
+    """Grouped-query attention's repeat_kv: Expand to a target computed from x's shape, then a
+    Reshape merging the static group dims, [batch, 2, seq, 8] -> [batch, 6, seq, 8]."""
+    nodes = [
+        helper.make_node("Shape", ["x"], ["s"]),
+        helper.make_node("Gather", ["s", "i0"], ["b"], axis=0),
+        helper.make_node("Gather", ["s", "i2"], ["q"], axis=0),
+        helper.make_node("Unsqueeze", ["b", "zero"], ["bu"]),
+        helper.make_node("Unsqueeze", ["q", "zero"], ["qu"]),
+        helper.make_node("Unsqueeze", ["x", "two"], ["x5"]),
+        helper.make_node("Concat", ["bu", "kv", "rep", "qu", "hd"], ["target"], axis=0),
+        helper.make_node("Expand", ["x5", "target"], ["e"]),
+        helper.make_node("Concat", ["bu", "heads", "qu", "hd"], ["merged"], axis=0),
+        helper.make_node("Reshape", ["e", "merged"], ["y"]),
+    ]
+    model = _model(nodes, {}, ["batch", 2, "seq", 8], ["batch", 6, "seq", 8])
+    model.graph.initializer.extend(
+        [
+            numpy_helper.from_array(np.array(0, np.int64), "i0"),
+            numpy_helper.from_array(np.array(2, np.int64), "i2"),
+            _ints("zero", 0),
+            _ints("two", 2),
+            _ints("kv", 2),
+            _ints("rep", 3),
+            _ints("hd", 8),
+            _ints("heads", 6),
+        ]
+    )
+    return model
 
 
 def _reference(model: onnx.ModelProto, x: np.ndarray) -> np.ndarray:
@@ -124,6 +238,11 @@ SHAPES = {
     "heads": (heads, [(4, s, 16) for s in (1, 7, 64, 300)]),
     "gemms": (gemms, [(1, 20), (3, 20), (65, 20)]),
     "rms_norm": (rms_norm, [(1, s, 48) for s in (1, 7, 64, 300)]),
+    "concatenated": (concatenated, [(1, 6), (5, 6), (70, 6)]),
+    "split_heads": (split_heads, [(b, s, 24) for b in (1, 3) for s in (1, 7, 64, 300)]),
+    "positions": (positions, [(b, s, 16) for b in (1, 3) for s in (1, 7, 64, 300)]),
+    "rotate_half": (rotate_half, [(b, s, 16) for b in (1, 3) for s in (1, 7, 70)]),
+    "repeat_kv": (repeat_kv, [(b, 2, s, 8) for b in (1, 3) for s in (1, 7, 70)]),
 }
 
 
@@ -142,24 +261,24 @@ def test_compiled_once_matches_onnxruntime_at_every_size(name: str) -> None:
 
 
 def test_a_model_with_another_operator_is_compiled_per_size_saying_why() -> None:
-    onnx_model = concatenated()
+    onnx_model = cumulative()
     model = compile_symbolic(onnx_model, cache=False)
     for n in (1, 5, 5, 9):
         x = RNG.uniform(-1, 1, (n, 6)).astype(np.float32)
         np.testing.assert_array_equal(model.run({"x": x})["y"], _reference(onnx_model, x))
     assert model.once() is None
     assert model.one_compile_refused == (
-        "Concat node '#0' reads 'x', whose shape depends on the symbols; Concat is not "
+        "CumSum node '#0' reads 'x', whose shape depends on the symbols; CumSum is not "
         "compiled for run-time sizes yet"
     )
     assert model.compiles == 3  # sizes 1, 5 and 9
 
 
 def test_one_compile_required_is_an_error_naming_the_operator() -> None:
-    model = compile_symbolic(concatenated(), one_compile=True, cache=False)
+    model = compile_symbolic(cumulative(), one_compile=True, cache=False)
     with pytest.raises(
         CompileError,
-        match="cannot compile the model once for every size: Concat node '#0' reads 'x'",
+        match="cannot compile the model once for every size: CumSum node '#0' reads 'x'",
     ):
         model.run({"x": np.zeros((2, 6), np.float32)})
 
@@ -167,10 +286,10 @@ def test_one_compile_required_is_an_error_naming_the_operator() -> None:
 def test_the_importer_refuses_an_operator_not_compiled_for_run_time_sizes() -> None:
     with pytest.raises(
         FrontendError,
-        match=r"Concat node '#0': input 'x' has run-time dims "
-        r"\(tensor<\?x6xf32>\); Concat is not compiled for run-time sizes yet",
+        match=r"CumSum node '#0': input 'x' has run-time dims "
+        r"\(tensor<\?x6xf32>\); CumSum is not compiled for run-time sizes yet",
     ):
-        import_onnx(concatenated(), {"x": [RUN_TIME, 6]})
+        import_onnx(cumulative(), {"x": [RUN_TIME, 6]})
 
 
 def test_sizes_outside_the_bounds_are_refused_before_running() -> None:

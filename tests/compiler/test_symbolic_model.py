@@ -62,7 +62,10 @@ def test_symbols_are_read_from_the_inputs() -> None:
 
 
 def test_runs_every_size_with_one_compile_each() -> None:
-    model = compile_symbolic(_model(), {"seq": (1, 16), "past": (0, 16)}, cache=False)
+    """Specialized per size (one_compile=False; the default compiles this model once)."""
+    model = compile_symbolic(
+        _model(), {"seq": (1, 16), "past": (0, 16)}, one_compile=False, cache=False
+    )
     for batch, seq, past in [(1, 1, 0), (3, 7, 9), (1, 1, 0), (2, 16, 16)]:
         feeds = _feeds(batch, seq, past)
         got = model.run(feeds)
@@ -73,7 +76,7 @@ def test_runs_every_size_with_one_compile_each() -> None:
 
 
 def test_least_recently_used_specializations_are_closed() -> None:
-    model = compile_symbolic(_model(), max_loaded=1, cache=False)
+    model = compile_symbolic(_model(), max_loaded=1, one_compile=False, cache=False)
     model.run(_feeds(1, 2, 0))
     model.run(_feeds(1, 3, 0))
     model.run(_feeds(1, 2, 0))  # dropped when (1, 3, 0) came: made again

@@ -9,6 +9,7 @@ import pytest
 from xdsl.context import Context
 from xdsl.dialects import arith, builtin, func
 from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
     DenseArrayBase,
     DenseIntOrFPElementsAttr,
     FloatAttr,
@@ -57,7 +58,7 @@ def shape_of(op) -> tuple[int, ...]:
 
 def test_every_op_has_pattern_kind_and_is_registered():
     names = {op.name for op in g.Graph.operations}
-    assert len(names) == len(g.GRAPH_OPS) == 77
+    assert len(names) == len(g.GRAPH_OPS) == 78
     for op in g.GRAPH_OPS:
         assert isinstance(g.pattern_kind(op), g.PatternKind), op.name
     assert g.pattern_kind(g.ConvOp) is g.PatternKind.OUT_FUSABLE
@@ -136,6 +137,10 @@ def test_every_op_has_pattern_kind_and_is_registered():
         (lambda: g.SoftmaxOp(arg(2, 3), axis=1), (2, 3)),
         (lambda: g.ReshapeOp(arg(2, 3), [3, 2]), (3, 2)),
         (lambda: g.ShapeOp(arg(2, 3, 4)), (3,)),
+        (
+            lambda: g.RangeOp(*[g.ConstantOp(np.array(k)).results[0] for k in (0, 5, 1)]),
+            (DYNAMIC_INDEX,),
+        ),
     ],
 )
 def test_builder_infers_result_shape(build, expected):
@@ -206,6 +211,10 @@ def test_defaults_are_filled():
         (lambda: g.BatchNormOp(arg(1, 3, 2, 2), arg(2), arg(3), arg(3), arg(3)), "[3]"),
         (lambda: g.FlattenOp(arg(2, 3), axis=3), "flatten axis"),
         (lambda: g.PadOp(arg(2), pads=[1]), "pads must have 2 values"),
+        (
+            lambda: g.RangeOp(*[g.ConstantOp(np.array([k])).results[0] for k in (0, 5, 1)]),
+            "range bounds must be scalars (0-d), got shapes [(1,), (1,), (1,)]",
+        ),
     ],
 )
 def test_builder_rejects_bad_shapes(build, message):
@@ -222,6 +231,15 @@ def test_verifier_rejects_wrong_result_type():
     r = g.ReshapeOp.create(operands=[x], result_types=[TensorType(f32, [7])])
     with pytest.raises(VerifyException, match="element counts differ"):
         r.verify()
+    # with run-time dims: as many `?`, the static dims' products alike
+    xd = Block(arg_types=[TensorType(f32, [DYNAMIC_INDEX, 6])]).args[0]
+    g.ReshapeOp.create(
+        operands=[xd], result_types=[TensorType(f32, [DYNAMIC_INDEX, 2, 3])]
+    ).verify()
+    for bad in ([DYNAMIC_INDEX, 4], [DYNAMIC_INDEX, DYNAMIC_INDEX, 6]):
+        r = g.ReshapeOp.create(operands=[xd], result_types=[TensorType(f32, bad)])
+        with pytest.raises(VerifyException, match="cannot reshape"):
+            r.verify()
 
 
 def test_verifier_rejects_non_f32_and_float_indices():
@@ -327,6 +345,8 @@ def _one_of_each() -> ModuleOp:
         g.CastOp(x, to="i1"),
         g.BitcastOp(x, to="i32"),
         g.ShapeOp(x),
+        bound := g.ConstantOp(np.array(3)),
+        g.RangeOp(bound, bound, bound),
         *(cls(*on(cls)) for cls in binary),
         g.WhereOp(bools, x, r),
         g.ExpandOp(r, shape=[3, 1]),

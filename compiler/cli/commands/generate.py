@@ -1,13 +1,15 @@
 """`ziggurat generate`: greedy decoding from token ids with a KV-cache decoder
-(compiler/generate.py: two compiled programs, a cache of fixed capacity). The prompt's capacity
+(compiler/generate.py: two compiled programs, a cache of fixed capacity; the prompt's capacity
 is its length rounded up to a power of two, so prompts of nearby lengths reuse the programs
-the compile cache holds."""
+the compile cache holds). `--one-compile`: one program for every size, the past growing one
+slot per token (compiler/generate_growing.py)."""
 
 from __future__ import annotations
 
 import argparse
 import statistics
 import sys
+from typing import Any
 
 from compiler.cli.common import UsageError, check_threads, model_arg, progress_on_terminal
 
@@ -30,6 +32,16 @@ def cmd_generate(args: argparse.Namespace) -> int:
     check_threads(args.threads)
     if args.new_tokens < 1:
         raise UsageError(f"--new-tokens must be at least 1 (got {args.new_tokens})")
+    if args.one_compile:
+        from compiler.generate_growing import GrowingGenerator
+
+        with progress_on_terminal():
+            growing = GrowingGenerator(
+                model_arg(args.model), threads=args.threads, cache=not args.no_cache
+            )
+        tokens = growing.generate([prompt], args.new_tokens)
+        _report(tokens, len(prompt), growing.prefill_seconds, growing.step_seconds, "past grows")
+        return 0
     with progress_on_terminal():
         generator = GreedyGenerator(
             model_arg(args.model),
@@ -39,15 +51,24 @@ def cmd_generate(args: argparse.Namespace) -> int:
             cache=not args.no_cache,
         )
     tokens = generator.generate([prompt])
-    print(" ".join(str(int(t)) for t in tokens[0]))
-    steps = generator.step_seconds
-    per_token = f", {statistics.median(steps) * 1e3:.2f} ms per token (median)" if steps else ""
-    print(
-        f"prefill of {len(prompt)} tokens {generator.prefill_seconds * 1e3:.2f} ms{per_token}; "
+    _report(
+        tokens,
+        len(prompt),
+        generator.prefill_seconds,
+        generator.step_seconds,
         f"cache capacity {generator.capacity}",
-        file=sys.stderr,
     )
     return 0
+
+
+def _report(tokens: Any, prompt_len: int, prefill: float, steps: list[float], cache: str) -> None:
+    """The tokens on stdout, the latencies on stderr."""
+    print(" ".join(str(int(t)) for t in tokens[0]))
+    per_token = f", {statistics.median(steps) * 1e3:.2f} ms per token (median)" if steps else ""
+    print(
+        f"prefill of {prompt_len} tokens {prefill * 1e3:.2f} ms{per_token}; {cache}",
+        file=sys.stderr,
+    )
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -60,6 +81,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     g.add_argument("--prompt", required=True, help="the prompt's token ids, e.g. 464,2068,318")
     g.add_argument("--new-tokens", type=int, default=32, help="tokens to generate (default 32)")
     g.add_argument("--threads", type=int, default=1, help="threads for the kernels (default 1)")
+    g.add_argument(
+        "--one-compile",
+        action="store_true",
+        help="one program for every size, the past growing one slot per token (the model's "
+        "operators must all take run-time sizes), instead of two over a fixed-capacity cache",
+    )
     g.add_argument(
         "--no-cache",
         action="store_true",

@@ -45,6 +45,7 @@ from compiler.frontend.importer.values import Value, ValueTable, _hint, element_
 from compiler.frontend.onnx_graph import op_key as _op_key
 from compiler.frontend.onnx_graph import subgraphs
 from compiler.frontend.run_time_dims import RUN_TIME, RUN_TIME_DIM_OPS
+from compiler.frontend.shape_binding import BoundShapes, bind
 from compiler.registry import registrar
 from dialects import graph as g
 from dialects import graph_shapes as S
@@ -184,7 +185,12 @@ class Importer(ValueTable):
                 arg.name_hint = h
         unsupported: dict[str, list[str]] = {}
         poisoned: set[str] = set()  # outputs of unsupported nodes and of the nodes they feed
+        bound = bind(self.graph) if self.run_time_dims else BoundShapes()
         for i, node in enumerate(self.graph.node):
+            if i in bound.dead:  # shape arithmetic that only fed a target bound below
+                continue
+            if i in bound.inputs:
+                node = self._with_bound_inputs(node, bound.inputs[i])
             self.node, self.label = node, node.name or f"#{i}"
             if any(n in poisoned for n in [*node.input, *_outer_names(node)]):
                 poisoned.update(node.output)
@@ -272,6 +278,18 @@ class Importer(ValueTable):
         module.verify()
         return module
 
+    def _with_bound_inputs(
+        self, node: onnx.NodeProto, inputs: dict[int, np.ndarray]
+    ) -> onnx.NodeProto:
+        """A copy of `node` reading the constants shape_binding found for some inputs."""
+        copy = onnx.NodeProto()
+        copy.CopyFrom(node)
+        for k, array in inputs.items():
+            name = f"{node.input[k]}:bound"
+            self.values[name] = array
+            copy.input[k] = name
+        return copy
+
     def _index_range(self, indices: SSAValue) -> SSAValue:
         """[max(indices), max(-1 - indices)] as i64: what INDEX_CHECK_ATTR's result holds (one
         reduction over the indices and their complement stacked; -1 - i, unlike -i, cannot
@@ -279,7 +297,15 @@ class Importer(ValueTable):
         idx = indices
         if str(element_type_of(idx)) != "i64":
             idx = self.op(g.CastOp(idx, to="i64"))
-        n = int(np.prod(self.shape_of(idx), dtype=np.int64))
+        shape = self.shape_of(idx)
+        if RUN_TIME in shape:  # a count not known to flatten to: one reduction of each, stacked
+            axes = list(range(len(shape)))
+            highs = [
+                self.op(g.ReduceMaxOp(v, axes=axes, keepdims=0))
+                for v in (idx, self.op(g.SubOp(self.constant(np.int64(-1)), idx)))
+            ]
+            return self.op(g.ConcatOp([self.op(g.UnsqueezeOp(h, axes=[0])) for h in highs], axis=0))
+        n = int(np.prod(shape, dtype=np.int64))
         flat = self.op(g.ReshapeOp(idx, [1, n]))
         complement = self.op(g.SubOp(self.constant(np.int64(-1)), flat))
         stacked = self.op(g.ConcatOp([flat, complement], axis=0))

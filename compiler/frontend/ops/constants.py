@@ -1,5 +1,6 @@
 """Converters whose results are known at import time or are constants: Constant,
-ConstantOfShape, Shape."""
+ConstantOfShape, Shape; and the two that read sizes known only at run time (a model compiled
+once for every size): Shape of a tensor with `?` dims, Range between run-time bounds."""
 
 from __future__ import annotations
 
@@ -12,8 +13,12 @@ from compiler.frontend.importer import (
     Value,
     attrs,
     converter,
+    element_type_of,
+    results,
     tensor_array,
 )
+from compiler.frontend.run_time_dims import RUN_TIME
+from dialects import graph as g
 
 
 @converter("Constant")
@@ -39,7 +44,29 @@ def convert_constant_of_shape(imp: Importer, node: onnx.NodeProto) -> list[Value
 
 @converter("Shape")
 def convert_shape(imp: Importer, node: onnx.NodeProto) -> list[Value]:
-    # static shapes: always folded to a constant
+    """Static shapes fold to a constant; a shape with run-time dims is read when the model runs
+    (graph.shape), then sliced to [start, end)."""
     a = attrs(node)
-    shape = np.asarray(imp.shape(node.input[0]), dtype=np.int64)
-    return [shape[a.get("start", 0) : a.get("end", len(shape))]]
+    dims = imp.shape(node.input[0])
+    rank = len(dims)
+    start, end = a.get("start", 0), a.get("end", rank)
+    start, end = (max(0, min(rank, k + rank if k < 0 else k)) for k in (start, end))
+    if RUN_TIME not in dims[start:end]:
+        return [np.asarray(dims, dtype=np.int64)[start:end]]
+    shape = imp.op(g.ShapeOp(imp.value(node.input[0])))
+    if (start, end) == (0, rank):
+        return [shape]
+    return results(imp.emit(g.SliceOp(shape, starts=[start], ends=[max(start, end)], steps=[1])))
+
+
+@converter("Range")
+def convert_range(imp: Importer, node: onnx.NodeProto) -> list[Value]:
+    """Reached only with a bound known at run time (constant ones fold): graph.range, whose
+    length is a run-time dim."""
+    bounds = [imp.value(n) for n in node.input[:3]]
+    for name, v in zip(node.input[:3], bounds, strict=True):
+        if imp.shape_of(v) != ():
+            raise imp.error(f"input '{name}' must be a scalar, got shape {list(imp.shape_of(v))}")
+    if len({str(element_type_of(v)) for v in bounds}) != 1:
+        raise imp.error("start, limit and delta must have one element type")
+    return results(imp.emit(g.RangeOp(*bounds)))

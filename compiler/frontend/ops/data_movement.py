@@ -24,6 +24,7 @@ from compiler.frontend.importer import (
     text,
     type_name,
 )
+from compiler.frontend.run_time_dims import RUN_TIME
 from dialects import graph as g
 from dialects import graph_shapes as S
 from dialects.dense import numpy_dtype
@@ -115,6 +116,13 @@ def convert_slice(imp: Importer, node: onnx.NodeProto) -> list[Value]:
     starts, ends, steps = [0] * rank, list(shape), [1] * rank
     for s, e, axis, step in zip(st, en, ax, sp, strict=True):
         d = S.normalize_axis(axis, rank)
+        if shape[d] == RUN_TIME:
+            if s == 0 and e >= 2**62 and step == 1:
+                continue  # the whole run-time dim
+            raise imp.error(
+                f"slices axis {d}, whose size is known only at run time; such a slice is not "
+                "compiled for run-time sizes yet (compile it per size: input_shapes)"
+            )
         try:
             starts[d], ends[d] = S.normalize_slice(shape[d], s, e, step)
         except S.ShapeError as err:

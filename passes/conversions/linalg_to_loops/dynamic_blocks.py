@@ -194,7 +194,21 @@ def _block_kernel(
     clone.attributes.pop(SCHEDULE_ATTR_NAME, None)
     for k, view in enumerate(views):
         clone.operands[k] = view
+    _offset_indices(clone, placed)
     b.insert(clone)
+
+
+def _offset_indices(op: linalg.GenericOp, placed: dict[int, tuple[SSAValue, int]]) -> None:
+    """A block's iteration d is the whole kernel's d + the block's offset: the body's
+    `linalg.index` of a blocked loop reads the sum (a Range's values, a gather's coords)."""
+    for index in [o for o in op.body.walk() if isinstance(o, linalg.IndexOp)]:
+        d = index.dim.value.data
+        if d not in placed:
+            continue
+        shifted = arith.AddiOp(index.result, placed[d][0])
+        index.result.replace_all_uses_with(shifted.result)
+        shifted.operands[0] = index.result
+        Rewriter.insert_op(shifted, InsertPoint.after(index))
 
 
 def _subview(

@@ -25,6 +25,21 @@ def test_generate_prints_onnxruntime_tokens(tmp_path) -> None:
     assert "ms per token" in r.stderr
 
 
+def test_one_compile_generation_prints_the_same_tokens(tmp_path) -> None:
+    cfg = tm.with_cache(tm.SMALL["gpt2"])
+    model = tm.build(cfg)
+    path = tmp_path / "gpt2.onnx"
+    onnx.save(model, path)
+    prompt = [5, 17, 923]
+    expected = tm.onnxruntime_greedy(model, cfg, np.array([prompt]), 10)[0]
+    r = run_ziggurat(
+        "generate", str(path), "--prompt", "5,17,923", "--new-tokens", "10", "--one-compile"
+    )
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == [str(t) for t in expected]
+    assert "past grows" in r.stderr
+
+
 def test_bad_prompt_is_one_error_line(tmp_path) -> None:
     path = tmp_path / "gpt2.onnx"
     onnx.save(tm.build(tm.with_cache(tm.SMALL["gpt2"])), path)

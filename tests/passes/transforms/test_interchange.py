@@ -29,7 +29,7 @@ from tests.support.scheduled_kernels import (
     scheduled,
 )
 
-W8 = "default-schedule{width=8}"
+W8 = "default-schedule{width=8 cpu=znver4}"  # a fixed CPU: its register file sets the tile
 """Register tile of MATMUL: 5 rows x 16 columns (two vectors of 8), k unrolled by 1."""
 MATMUL = matmul_src(20, 12, 32)
 """i: 20 iterations, j: 32, k: 12."""
