@@ -5,8 +5,12 @@ with RUN_TIME in `input_shapes` where a symbol stands; its tensors then carry `?
 graph, tensor, buffer and loop levels, and @main takes each `?` size as an argument.
 
 Only the operators below may read a tensor with `?` dims: their shape rules, lowerings and kernels
-are tested at run-time sizes (tests/compiler/test_run_time_dims.py). Any other is refused by name
-at import, so a model is never miscompiled; it is then compiled per size as before.
+are tested at run-time sizes (tests/compiler/test_run_time_dims.py, and the transformer set in
+tests/test_transformer_models.py). Any other is refused by name at import, so a model is never
+miscompiled; it is then compiled per size as before. The shape arithmetic exporters emit is
+taken two ways: a Reshape or Expand target computed from the input's sizes is bound to constants
+before the import (shape_binding.py); a value that is data (a Range's bounds) is computed when
+the model runs (Shape of a `?` tensor is graph.shape, Range between run-time bounds graph.range).
 """
 
 from __future__ import annotations

@@ -4,7 +4,12 @@ softmax, a residual; hidden 256 by default), at each sequence length: the model 
 (`?` dims, kernels as static blocks), the model specialized for that length (static shapes),
 and onnxruntime on the same model, timed in alternating rounds, best-of, one thread.
 
+With --model KIND, the model is the transformer set's KIND instead (tests/support/
+transformer_models.py, full size unless --small; batch 1, no KV cache), whose shape arithmetic,
+embeddings and masks take run-time sizes too.
+
 Run: python tests/bench/bench_run_time_dims.py [--hidden 256] [--seq 1 7 64 300]
+     [--model bert|gpt2|llama|qwen2|t5 [--small]]
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from compiler.benchmark import ort_session, time_interleaved  # noqa: E402
 from compiler.host import cpu_description  # noqa: E402
 from compiler.symbolic_model import compile_symbolic  # noqa: E402
+from tests.support import transformer_models as tm  # noqa: E402
 
 
 def block(hidden: int) -> onnx.ModelProto:
@@ -65,23 +71,29 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--hidden", type=int, default=256)
     ap.add_argument("--seq", nargs="*", type=int, default=[1, 7, 64, 300])
     ap.add_argument("--seconds", type=float, default=2.0)
+    ap.add_argument("--model", choices=sorted(tm.FULL), help="a transformer of the set instead")
+    ap.add_argument("--small", action="store_true", help="its test-sized config")
     args = ap.parse_args(argv)
-    model = block(args.hidden)
-    once = compile_symbolic(model, cache=False)
+    cfg = (tm.SMALL if args.small else tm.FULL)[args.model] if args.model else None
+    model = tm.build(cfg) if cfg is not None else block(args.hidden)
+    once = compile_symbolic(model, one_compile=True, cache=False)
     per_size = compile_symbolic(model, one_compile=False, cache=False)
     sess = ort_session(model.SerializeToString(), 1)
-    print(f"cpu: {cpu_description()}; one thread; hidden {args.hidden}")
+    what = f"the transformer set's {args.model}" if cfg is not None else f"hidden {args.hidden}"
+    print(f"cpu: {cpu_description()}; one thread; {what}")
     print("| seq | once ms | specialized ms | onnxruntime ms | once / specialized | once / ort |")
     print("|---|---|---|---|---|---|")
     rng = np.random.default_rng(1)
     for seq in args.seq:
-        x = rng.standard_normal((1, seq, args.hidden)).astype(np.float32)
-        feeds = {"x": x}
+        if cfg is not None:
+            feeds = tm.feeds(cfg, 1, seq)
+        else:
+            feeds = {"x": rng.standard_normal((1, seq, args.hidden)).astype(np.float32)}
         compiled = once.once()
-        shapes = once.output_shapes(compiled, once.bind({"x": x.shape}))
+        shapes = once.output_shapes(compiled, once.bind({k: v.shape for k, v in feeds.items()}))
         static = per_size.for_feeds(feeds)
         expected = sess.run(None, feeds)[0]
-        got = compiled.run(feeds, shapes)["y"]
+        got = compiled.run(feeds, shapes)[once.output_names[0]]
         np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4)
         best = time_interleaved(
             {
